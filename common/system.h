@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Side-effecting OS helpers: fds, files, processes. All return >= 0 on success, -errno on failure.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/cleanup.h"
+
+int fd_set_nonblock(int fd, bool nonblock);
+int fd_set_cloexec(int fd, bool cloexec);
+/* Duplicate to the lowest free fd >= min, close-on-exec. */
+int fd_dup_cloexec(int fd, int min);
+
+/* Write all of buf, retrying on EINTR and short writes. A non-blocking fd may return -EAGAIN. */
+int loop_write(int fd, const void *buf, size_t len);
+/* Read up to len bytes, retrying EINTR and short reads until len or EOF. Returns bytes read. */
+ssize_t loop_read(int fd, void *buf, size_t len);
+
+/*
+ * Read a whole file (or fd) into a NUL-terminated buffer, refusing more than max bytes with
+ * -EFBIG before allocating past the limit.
+ */
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/*
+ * Replace path atomically with data: write a temp file in the same directory with mode, fsync it,
+ * rename over path, fsync the directory. On failure path is untouched and the temp file removed.
+ */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/* Create a directory and its parents; existing ones are fine. */
+int mkdir_p(const char *path, mode_t mode);
+
+/* Number of open fds of this process (entries of /proc/self/fd, minus the one used to list). */
+int count_open_fds(void);
+
+/* Mark every fd >= from close-on-exec (close_range with a fallback for old kernels). */
+int fds_cloexec_from(int from);
+
+/* Thread-safe monotonic clock in nanoseconds / microseconds. */
+unsigned long long now_nsec(void);
+static inline unsigned long long now_usec(void)
+{
+	return now_nsec() / 1000ULL;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Pure helpers: no I/O, no global state. Side-effecting OS helpers live in common/system.h.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+
+static inline bool streq(const char *a, const char *b)
+{
+	return strcmp(a, b) == 0;
+}
+
+static inline bool streq_ptr(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+static inline bool isempty(const char *s)
+{
+	return !s || !*s;
+}
+
+/* Returns the rest of s after prefix, or NULL. */
+const char *startswith(const char *s, const char *prefix);
+bool endswith(const char *s, const char *suffix);
+
+/* Strict decimal parsers: no sign (for unsigned), no blanks, no trailing junk, range checked. */
+int safe_atou(const char *s, unsigned *ret);
+int safe_atou64(const char *s, uint64_t *ret);
+int safe_atoi(const char *s, int *ret);
+
+/* NULL-terminated string vectors. */
+size_t strv_length(char *const *l);
+void strv_free(char **l);
+char **strv_copy(char *const *l);
+bool strv_contains(char *const *l, const char *s);
+static inline void strv_freep(char ***l)
+{
+	strv_free(*l);
+}
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+/*
+ * A path is "normalized" when it is absolute, has no "." or ".." component, no empty component
+ * ("//"), no trailing slash (except "/" itself), and no control characters.
+ */
+bool path_is_absolute(const char *p);
+bool path_is_normalized(const char *p);
+/* True when path equals prefix or lies below it (component-wise, both normalized). */
+bool path_startswith(const char *path, const char *prefix);
+
+/* printf into a fresh string; NULL on OOM. */
+char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
+
+/* Overflow-checked size arithmetic. */
+static inline bool size_add_overflow(size_t a, size_t b, size_t *ret)
+{
+	return __builtin_add_overflow(a, b, ret);
+}
+static inline bool size_mul_overflow(size_t a, size_t b, size_t *ret)
+{
+	return __builtin_mul_overflow(a, b, ret);
+}
+
+/* Bounded case-insensitive ASCII compare; true when a equals b ignoring ASCII case. */
+bool ascii_strcaseeq(const char *a, const char *b);

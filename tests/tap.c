@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/tap.h"
+
+static unsigned tap_planned, tap_run, tap_failed;
+static bool tap_lazy;
+
+static void tap_atexit(void)
+{
+	if (tap_lazy)
+		printf("1..%u\n", tap_run);
+	else if (tap_planned != tap_run)
+		printf("# planned %u tests but ran %u\n", tap_planned, tap_run);
+	fflush(stdout);
+}
+
+void plan(unsigned n)
+{
+	tap_planned = n;
+	printf("1..%u\n", n);
+	fflush(stdout);
+	atexit(tap_atexit);
+}
+
+void plan_lazy(void)
+{
+	tap_lazy = true;
+	atexit(tap_atexit);
+}
+
+static bool vok(bool cond, const char *fmt, va_list ap)
+{
+	tap_run++;
+	if (!cond)
+		tap_failed++;
+	printf("%sok %u - ", cond ? "" : "not ", tap_run);
+	vprintf(fmt, ap);
+	putchar('\n');
+	fflush(stdout);
+	return cond;
+}
+
+bool ok(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vok(cond, fmt, ap);
+	va_end(ap);
+	return cond;
+}
+
+bool is_int(long long want, long long got, const char *fmt, ...)
+{
+	bool cond = want == got;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vok(cond, fmt, ap);
+	va_end(ap);
+	if (!cond)
+		diag("    wanted: %lld\n#      got: %lld", want, got);
+	return cond;
+}
+
+bool is_str(const char *want, const char *got, const char *fmt, ...)
+{
+	bool cond = (want && got) ? strcmp(want, got) == 0 : want == got;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vok(cond, fmt, ap);
+	va_end(ap);
+	if (!cond)
+		diag("    wanted: \"%s\"\n#      got: \"%s\"", want ? want : "(null)",
+		     got ? got : "(null)");
+	return cond;
+}
+
+void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+void skip(unsigned n, const char *fmt, ...)
+{
+	char reason[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	for (unsigned i = 0; i < n; i++)
+		printf("ok %u # SKIP %s\n", ++tap_run, reason);
+	fflush(stdout);
+}
+
+void skip_all(const char *fmt, ...)
+{
+	const char *must = getenv("CORDON_MUST_WORK");
+	char reason[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	if (must && strcmp(must, "1") == 0) {
+		printf("1..1\nnot ok 1 - required feature missing (CORDON_MUST_WORK=1): %s\n", reason);
+		fflush(stdout);
+		_exit(1);
+	}
+	printf("1..0 # SKIP %s\n", reason);
+	fflush(stdout);
+	_exit(0);
+}
+
+void bail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	printf("Bail out! ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	_exit(255);
+}
+
+int tap_exit_status(void)
+{
+	return tap_failed == 0 && (tap_lazy || tap_planned == tap_run) ? 0 : 1;
+}
