@@ -25,19 +25,19 @@
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Hand ownership of a pointer out of a cleanup scope. */
-#define TAKE_PTR(p)                                                                               \
-	({                                                                                        \
-		__typeof__(p) _tp_ = (p);                                                         \
-		(p) = NULL;                                                                       \
-		_tp_;                                                                             \
+#define TAKE_PTR(p)                       \
+	({                                \
+		__typeof__(p) _tp_ = (p); \
+		(p) = NULL;               \
+		_tp_;                     \
 	})
 
 /* Hand ownership of an fd out of a cleanup scope. */
-#define TAKE_FD(fd)                                                                               \
-	({                                                                                        \
-		int _tf_ = (fd);                                                                  \
-		(fd) = -1;                                                                        \
-		_tf_;                                                                             \
+#define TAKE_FD(fd)              \
+	({                       \
+		int _tf_ = (fd); \
+		(fd) = -1;       \
+		_tf_;            \
 	})
 
 /* Close an fd, keeping errno; never retried on EINTR (Linux always releases the fd). */
@@ -91,11 +91,11 @@ void close_many(int *fds, size_t n);
 #define _cleanup_erase_ _cleanup_(erase_and_freep)
 #define _cleanup_pid_ _cleanup_(kill_and_reapp)
 
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                   \
-	static inline void func##p(type *p)                                                       \
-	{                                                                                         \
-		if (*p)                                                                           \
-			func(*p);                                                                 \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+	static inline void func##p(type *p)     \
+	{                                       \
+		if (*p)                         \
+			func(*p);               \
 	}
 
 /* Return -errno from a libc call that sets errno, never 0 by accident. */

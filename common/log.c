@@ -31,7 +31,7 @@ void log_parse_environment(void)
 		const char *name;
 		enum log_level level;
 	} names[] = {
-		{ "error", LOG_LEVEL_ERROR },   { "warning", LOG_LEVEL_WARNING },
+		{ "error", LOG_LEVEL_ERROR },	{ "warning", LOG_LEVEL_WARNING },
 		{ "notice", LOG_LEVEL_NOTICE }, { "info", LOG_LEVEL_INFO },
 		{ "debug", LOG_LEVEL_DEBUG },
 	};

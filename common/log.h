@@ -28,12 +28,12 @@ void log_parse_environment(void);
 int log_internal(enum log_level level, int error, const char *file, int line, const char *fmt, ...)
 	_printf_(5, 6);
 
-#define log_full_errno(level, error, ...)                                                         \
-	({                                                                                        \
-		int _e_ = (error);                                                                \
-		(level) <= log_get_max_level()                                                    \
-			? log_internal(level, _e_, __FILE__, __LINE__, __VA_ARGS__)               \
-			: -(_e_ < 0 ? -_e_ : _e_);                                               \
+#define log_full_errno(level, error, ...)                                           \
+	({                                                                          \
+		int _e_ = (error);                                                  \
+		(level) <= log_get_max_level()                                      \
+			? log_internal(level, _e_, __FILE__, __LINE__, __VA_ARGS__) \
+			: -(_e_ < 0 ? -_e_ : _e_);                                  \
 	})
 
 #define log_debug(...) log_full_errno(LOG_LEVEL_DEBUG, 0, __VA_ARGS__)

@@ -35,7 +35,8 @@ int safe_atou64(const char *s, uint64_t *ret)
 	for (const char *p = s; *p; p++) {
 		if (*p < '0' || *p > '9')
 			return -EINVAL;
-		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
 			return -ERANGE;
 	}
 	*ret = v;

@@ -103,7 +103,8 @@ int ipc_frame_recv_json(int sock, json_t **ret, int *fds, size_t max_fds, size_t
 		return -errno;
 	if (n == 0)
 		return 0;
-	if ((size_t)n > IPC_FRAME_HEADER_SIZE + IPC_FRAME_MAX || (size_t)n < IPC_FRAME_HEADER_SIZE) {
+	if ((size_t)n > IPC_FRAME_HEADER_SIZE + IPC_FRAME_MAX ||
+	    (size_t)n < IPC_FRAME_HEADER_SIZE) {
 		/* Consume and drop the record; fds that came with it are closed either way. */
 		int err = (size_t)n < IPC_FRAME_HEADER_SIZE ? -EBADMSG : -EMSGSIZE;
 		char c;

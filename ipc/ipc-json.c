@@ -47,8 +47,9 @@ int ipc_json_parse_object(const char *buf, size_t len, json_t **ret, struct fiel
 
 	j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!j)
-		return field_error_set(err, -EBADMSG, "", NULL, "invalid JSON at line %d column %d: %s",
-				       jerr.line, jerr.column, jerr.text);
+		return field_error_set(err, -EBADMSG, "", NULL,
+				       "invalid JSON at line %d column %d: %s", jerr.line,
+				       jerr.column, jerr.text);
 	if (!json_is_object(j)) {
 		json_decref(j);
 		return field_error_set(err, -EBADMSG, "", NULL, "expected a JSON object");
@@ -63,7 +64,7 @@ int ipc_json_check_keys(json_t *obj, const char *const *allowed, const char *pat
 	const char *key;
 	json_t *v = NULL;
 
-	json_object_foreach (obj, key, v) {
+	json_object_foreach(obj, key, v) {
 		bool ok = false;
 
 		for (const char *const *a = allowed; *a; a++)
@@ -84,7 +85,8 @@ static int get_member(json_t *obj, const char *key, bool required, const char *p
 
 	if (!v || json_is_null(v)) {
 		if (required)
-			return field_error_set(err, -EINVAL, path, key, "required field is missing");
+			return field_error_set(err, -EINVAL, path, key,
+					       "required field is missing");
 		return 0;
 	}
 	*ret = v;
@@ -132,9 +134,8 @@ int ipc_json_get_uint64(json_t *obj, const char *key, bool required, uint64_t mi
 		return field_error_set(err, -EINVAL, path, key, "expected an integer");
 	i = json_integer_value(v);
 	if (i < 0 || (uint64_t)i < min || (uint64_t)i > max)
-		return field_error_set(err, -ERANGE, path, key,
-				       "out of range (%llu..%llu)", (unsigned long long)min,
-				       (unsigned long long)max);
+		return field_error_set(err, -ERANGE, path, key, "out of range (%llu..%llu)",
+				       (unsigned long long)min, (unsigned long long)max);
 	*ret = (uint64_t)i;
 	return 1;
 }
@@ -158,8 +159,8 @@ int ipc_json_get_int64(json_t *obj, const char *key, bool required, int64_t min,
 	return 1;
 }
 
-int ipc_json_get_object(json_t *obj, const char *key, bool required, const char *path,
-			json_t **ret, struct field_error *err)
+int ipc_json_get_object(json_t *obj, const char *key, bool required, const char *path, json_t **ret,
+			struct field_error *err)
 {
 	json_t *v = NULL;
 	int r = get_member(obj, key, required, path, &v, err);
@@ -189,8 +190,8 @@ int ipc_json_get_array(json_t *obj, const char *key, bool required, size_t max_i
 	return 1;
 }
 
-int ipc_json_get_strv(json_t *obj, const char *key, bool required, size_t max_items,
-		      size_t max_len, const char *path, char ***ret, struct field_error *err)
+int ipc_json_get_strv(json_t *obj, const char *key, bool required, size_t max_items, size_t max_len,
+		      const char *path, char ***ret, struct field_error *err)
 {
 	_cleanup_strv_free_ char **l = NULL;
 	char p[256];
@@ -205,7 +206,7 @@ int ipc_json_get_strv(json_t *obj, const char *key, bool required, size_t max_it
 	if (!l)
 		return -ENOMEM;
 	json_path_join(p, sizeof(p), path, key);
-	json_array_foreach (a, i, v) {
+	json_array_foreach(a, i, v) {
 		if (!json_is_string(v)) {
 			char q[256];
 
@@ -216,7 +217,8 @@ int ipc_json_get_strv(json_t *obj, const char *key, bool required, size_t max_it
 			char q[256];
 
 			json_path_index(q, sizeof(q), p, i);
-			return field_error_set(err, -E2BIG, q, NULL, "longer than %zu bytes", max_len);
+			return field_error_set(err, -E2BIG, q, NULL, "longer than %zu bytes",
+					       max_len);
 		}
 		l[i] = strdup(json_string_value(v));
 		if (!l[i])

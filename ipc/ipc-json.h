@@ -48,13 +48,13 @@ int ipc_json_get_uint64(json_t *obj, const char *key, bool required, uint64_t mi
 int ipc_json_get_int64(json_t *obj, const char *key, bool required, int64_t min, int64_t max,
 		       const char *path, int64_t *ret, struct field_error *err);
 /* Object or array members: returns the borrowed value. */
-int ipc_json_get_object(json_t *obj, const char *key, bool required, const char *path,
-			json_t **ret, struct field_error *err);
+int ipc_json_get_object(json_t *obj, const char *key, bool required, const char *path, json_t **ret,
+			struct field_error *err);
 int ipc_json_get_array(json_t *obj, const char *key, bool required, size_t max_items,
 		       const char *path, json_t **ret, struct field_error *err);
 /*
  * An array of strings into a fresh NULL-terminated vector. Each string at most max_len bytes,
  * no embedded NUL (jansson already refuses \u0000).
  */
-int ipc_json_get_strv(json_t *obj, const char *key, bool required, size_t max_items,
-		      size_t max_len, const char *path, char ***ret, struct field_error *err);
+int ipc_json_get_strv(json_t *obj, const char *key, bool required, size_t max_items, size_t max_len,
+		      const char *path, char ***ret, struct field_error *err);

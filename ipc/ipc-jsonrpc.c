@@ -259,7 +259,8 @@ int jsonrpc_conn_next(struct jsonrpc_conn *c, json_t **ret, int *fds, size_t *re
 int jsonrpc_conn_recv(struct jsonrpc_conn *c, json_t **ret, int *fds, size_t *ret_n_fds,
 		      int timeout_ms, struct field_error *err)
 {
-	unsigned long long deadline = timeout_ms >= 0 ? now_nsec() / 1000000ULL + (unsigned)timeout_ms : 0;
+	unsigned long long deadline =
+		timeout_ms >= 0 ? now_nsec() / 1000000ULL + (unsigned)timeout_ms : 0;
 
 	for (;;) {
 		int r = jsonrpc_conn_next(c, ret, fds, ret_n_fds, err);
@@ -480,7 +481,7 @@ int jsonrpc_classify(json_t *msg, enum jsonrpc_kind *ret_kind, const char **ret_
 	if (id && !json_is_integer(id) && !json_is_string(id) && !json_is_null(id))
 		return field_error_set(err, -EINVAL, "", "id", "must be an integer or a string");
 
-	static const char *const members[] = { "jsonrpc", "id",	 "method", "params",
+	static const char *const members[] = { "jsonrpc", "id",	   "method", "params",
 					       "result",  "error", NULL };
 	int r = ipc_json_check_keys(msg, members, "", err);
 
@@ -492,7 +493,8 @@ int jsonrpc_classify(json_t *msg, enum jsonrpc_kind *ret_kind, const char **ret_
 	*ret_body = NULL;
 	if (method) {
 		if (!json_is_string(method) || json_string_length(method) == 0)
-			return field_error_set(err, -EINVAL, "", "method", "must be a non-empty string");
+			return field_error_set(err, -EINVAL, "", "method",
+					       "must be a non-empty string");
 		if (result || error)
 			return field_error_set(err, -EINVAL, "", "method",
 					       "a request carries no result or error");
@@ -512,11 +514,13 @@ int jsonrpc_classify(json_t *msg, enum jsonrpc_kind *ret_kind, const char **ret_
 		return field_error_set(err, -EINVAL, "", NULL,
 				       "a response carries exactly one of result and error");
 	if (error) {
-		json_t *code = json_object_get(error, "code"), *m = json_object_get(error, "message");
+		json_t *code = json_object_get(error, "code"),
+		       *m = json_object_get(error, "message");
 
 		if (!json_is_object(error) || !json_is_integer(code) || !json_is_string(m))
-			return field_error_set(err, -EINVAL, "", "error",
-					       "must be an object with an integer code and a message");
+			return field_error_set(
+				err, -EINVAL, "", "error",
+				"must be an object with an integer code and a message");
 		*ret_kind = JSONRPC_KIND_ERROR;
 		*ret_body = error;
 		return 0;

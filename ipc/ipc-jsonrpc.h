@@ -37,15 +37,15 @@ enum {
 
 	CORDON_ERR_POLICY_REFUSED = -32001, /* the policy or a floor forbids what was asked */
 	CORDON_ERR_SETUP_FAILED = -32002,   /* the sandbox could not be built */
-	CORDON_ERR_NOT_FOUND = -32003,      /* no such process, sandbox, backend, pack */
-	CORDON_ERR_PERMISSION = -32004,     /* the caller may not touch this object */
-	CORDON_ERR_LIMIT = -32005,          /* a quota or ceiling was reached */
+	CORDON_ERR_NOT_FOUND = -32003,	    /* no such process, sandbox, backend, pack */
+	CORDON_ERR_PERMISSION = -32004,	    /* the caller may not touch this object */
+	CORDON_ERR_LIMIT = -32005,	    /* a quota or ceiling was reached */
 	CORDON_ERR_UNAVAILABLE = -32006,    /* a host interaction could not be presented */
-	CORDON_ERR_BACKEND = -32007,        /* the backend failed or is unavailable */
-	CORDON_ERR_TIMEOUT = -32008,        /* the operation timed out */
-	CORDON_ERR_CANCELLED = -32009,      /* the operation was cancelled */
-	CORDON_ERR_TOO_LARGE = -32010,      /* a message or field exceeds a hard limit */
-	CORDON_ERR_BUSY = -32011,           /* serialized operation in progress; retry */
+	CORDON_ERR_BACKEND = -32007,	    /* the backend failed or is unavailable */
+	CORDON_ERR_TIMEOUT = -32008,	    /* the operation timed out */
+	CORDON_ERR_CANCELLED = -32009,	    /* the operation was cancelled */
+	CORDON_ERR_TOO_LARGE = -32010,	    /* a message or field exceeds a hard limit */
+	CORDON_ERR_BUSY = -32011,	    /* serialized operation in progress; retry */
 };
 
 /* "parse-error", "policy-refused", …; NULL for an unknown code. */

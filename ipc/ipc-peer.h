@@ -12,4 +12,3 @@ int ipc_peer_cred(int sock, struct ucred *ret);
 
 /* Fail with -EPERM unless the peer's uid is uid. */
 int ipc_peer_require_uid(int sock, uid_t uid, struct ucred *ret);
-

@@ -119,7 +119,8 @@ void skip_all(const char *fmt, ...)
 	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
 	if (must && strcmp(must, "1") == 0) {
-		printf("1..1\nnot ok 1 - required feature missing (CORDON_MUST_WORK=1): %s\n", reason);
+		printf("1..1\nnot ok 1 - required feature missing (CORDON_MUST_WORK=1): %s\n",
+		       reason);
 		fflush(stdout);
 		_exit(1);
 	}
