@@ -6,4 +6,5 @@ libcommon_a_SOURCES = \
 	%reldir%/log.c %reldir%/log.h \
 	%reldir%/util.c %reldir%/util.h \
 	%reldir%/system.c %reldir%/system.h \
-	%reldir%/event.c %reldir%/event.h
+	%reldir%/event.c %reldir%/event.h \
+	%reldir%/paths.c %reldir%/paths.h

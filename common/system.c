@@ -113,7 +113,7 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len)
 			size_t ncap = cap ? cap * 2 : 4096;
 			char *nb;
 
-			if (ncap > max + 1)
+			if (max < SIZE_MAX && ncap > max + 1)
 				ncap = max + 1;
 			if (ncap <= len)
 				return -EFBIG;
@@ -214,8 +214,11 @@ fail:
 
 int mkdir_p(const char *path, mode_t mode)
 {
-	_cleanup_free_ char *p = strdup(path);
+	_cleanup_free_ char *p = NULL;
 
+	if (isempty(path))
+		return -EINVAL;
+	p = strdup(path);
 	if (!p)
 		return -ENOMEM;
 	for (char *s = p + 1;; s++) {
@@ -223,8 +226,17 @@ int mkdir_p(const char *path, mode_t mode)
 			char c = *s;
 
 			*s = '\0';
-			if (mkdir(p, mode) < 0 && errno != EEXIST)
-				return -errno;
+			if (mkdir(p, mode) < 0) {
+				struct stat st;
+
+				if (errno != EEXIST)
+					return -errno;
+				/* What exists must be a directory (or a symlink to one). */
+				if (stat(p, &st) < 0)
+					return -errno;
+				if (!S_ISDIR(st.st_mode))
+					return -ENOTDIR;
+			}
 			*s = c;
 			if (c == '\0')
 				break;

@@ -33,7 +33,8 @@ int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
  */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
-/* Create a directory and its parents; existing ones are fine. */
+/* Create a directory and its parents; existing directories are fine, anything else existing in
+ * their place is -ENOTDIR. */
 int mkdir_p(const char *path, mode_t mode);
 
 /* Number of open fds of this process (entries of /proc/self/fd, minus the one used to list). */

@@ -191,3 +191,108 @@ bool ascii_strcaseeq(const char *a, const char *b)
 			return true;
 	}
 }
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *base64_encode(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	size_t n = (len + 2) / 3 * 4, o = 0;
+	char *s;
+
+	if (len > (SIZE_MAX - 1) / 4 * 3 - 2)
+		return NULL;
+	s = malloc(n + 1);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned)p[i] << 16;
+
+		if (i + 1 < len)
+			v |= (unsigned)p[i + 1] << 8;
+		if (i + 2 < len)
+			v |= p[i + 2];
+		s[o++] = b64[(v >> 18) & 63];
+		s[o++] = b64[(v >> 12) & 63];
+		s[o++] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+		s[o++] = i + 2 < len ? b64[v & 63] : '=';
+	}
+	s[o] = '\0';
+	return s;
+}
+
+static int b64_value(char c)
+{
+	const char *p = c ? strchr(b64, c) : NULL;
+
+	return p ? (int)(p - b64) : -1;
+}
+
+int base64_decode(const char *s, size_t len, void **ret, size_t *ret_len)
+{
+	unsigned char *out;
+	size_t o = 0;
+
+	if (len % 4 != 0)
+		return -EINVAL;
+	out = malloc(len / 4 * 3 + 1);
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i += 4) {
+		int a = b64_value(s[i]), b = b64_value(s[i + 1]);
+		int c = s[i + 2] == '=' ? -2 : b64_value(s[i + 2]);
+		int d = s[i + 3] == '=' ? -2 : b64_value(s[i + 3]);
+		bool last = i + 4 == len;
+
+		if (a < 0 || b < 0 || c == -1 || d == -1 || (c == -2 && d != -2) ||
+		    ((c == -2 || d == -2) && !last) || (c == -2 && (b & 15)) ||
+		    (c >= 0 && d == -2 && (c & 3))) {
+			free(out);
+			return -EINVAL;
+		}
+		out[o++] = (unsigned char)(a << 2 | b >> 4);
+		if (c >= 0)
+			out[o++] = (unsigned char)((b & 15) << 4 | c >> 2);
+		if (d >= 0)
+			out[o++] = (unsigned char)((c & 3) << 6 | d);
+	}
+	*ret = out;
+	*ret_len = o;
+	return 0;
+}
+
+bool utf8_is_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; i < len;) {
+		unsigned char c = p[i];
+		size_t n;
+		uint32_t cp;
+
+		if (c == 0)
+			return false;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xC2 && c <= 0xDF)
+			n = 1, cp = c & 0x1F;
+		else if (c >= 0xE0 && c <= 0xEF)
+			n = 2, cp = c & 0x0F;
+		else if (c >= 0xF0 && c <= 0xF4)
+			n = 3, cp = c & 0x07;
+		else
+			return false;
+		for (size_t k = 1; k <= n; k++) {
+			if (i + k >= len || (p[i + k] & 0xC0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i + k] & 0x3F);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+		    (cp >= 0xD800 && cp <= 0xDFFF))
+			return false;
+		i += n + 1;
+	}
+	return true;
+}

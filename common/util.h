@@ -72,3 +72,11 @@ static inline bool size_mul_overflow(size_t a, size_t b, size_t *ret)
 
 /* Bounded case-insensitive ASCII compare; true when a equals b ignoring ASCII case. */
 bool ascii_strcaseeq(const char *a, const char *b);
+
+/* Standard base64 (RFC 4648, with padding). Encode returns a NUL-terminated string or NULL on
+ * OOM; decode refuses anything but canonical input (-EINVAL). */
+char *base64_encode(const void *data, size_t len);
+int base64_decode(const char *s, size_t len, void **ret, size_t *ret_len);
+
+/* True when s[0..len) is valid UTF-8 without NUL bytes (what a JSON string can carry as is). */
+bool utf8_is_valid(const char *s, size_t len);

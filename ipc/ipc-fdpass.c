@@ -43,8 +43,9 @@ ssize_t ipc_send_with_fds(int sock, const void *buf, size_t len, const int *fds,
 	return n < 0 ? -errno : n;
 }
 
-/* Collect SCM_RIGHTS fds out of a received message; close any beyond max (cannot happen when the
- * control buffer is sized for max, but a malformed cmsg must not leak). */
+/* Collect SCM_RIGHTS fds out of a received message. CMSG_SPACE() rounds the control buffer up to
+ * 8 bytes, so with an odd max_fds the kernel installs one fd more than asked for without setting
+ * MSG_CTRUNC: close any beyond max and mark the message truncated, as the kernel would have. */
 static size_t collect_fds(struct msghdr *mh, int *fds, size_t max_fds)
 {
 	size_t n = 0;
@@ -63,8 +64,10 @@ static size_t collect_fds(struct msghdr *mh, int *fds, size_t max_fds)
 			memcpy(&fd, p + i, sizeof(int));
 			if (n < max_fds)
 				fds[n++] = fd;
-			else
+			else {
 				safe_close(fd);
+				mh->msg_flags |= MSG_CTRUNC;
+			}
 		}
 	}
 	return n;

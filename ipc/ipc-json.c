@@ -4,9 +4,27 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/util.h"
 #include "ipc/ipc-json.h"
+
+/* snprintf() truncates at a byte: drop a UTF-8 sequence cut short at the end, or the error could
+ * not be sent back as JSON (jansson refuses invalid UTF-8). */
+static void utf8_trim_incomplete(char *s)
+{
+	size_t len = strlen(s), i = len, need;
+	unsigned char lead;
+
+	while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+		i--;
+	if (i == 0)
+		return;
+	lead = (unsigned char)s[i - 1];
+	need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+	if (len - (i - 1) < need)
+		s[i - 1] = '\0';
+}
 
 void json_path_join(char *buf, size_t size, const char *path, const char *key)
 {
@@ -14,11 +32,13 @@ void json_path_join(char *buf, size_t size, const char *path, const char *key)
 		(void)snprintf(buf, size, "%s", key);
 	else
 		(void)snprintf(buf, size, "%s.%s", path, key);
+	utf8_trim_incomplete(buf);
 }
 
 void json_path_index(char *buf, size_t size, const char *path, size_t index)
 {
 	(void)snprintf(buf, size, "%s[%zu]", path ? path : "", index);
+	utf8_trim_incomplete(buf);
 }
 
 int field_error_set(struct field_error *e, int code, const char *path, const char *key,
@@ -32,11 +52,14 @@ int field_error_set(struct field_error *e, int code, const char *path, const cha
 		return code;
 	if (key)
 		json_path_join(e->field, sizeof(e->field), path, key);
-	else
+	else {
 		(void)snprintf(e->field, sizeof(e->field), "%s", path ? path : "");
+		utf8_trim_incomplete(e->field);
+	}
 	va_start(ap, fmt);
 	(void)vsnprintf(e->reason, sizeof(e->reason), fmt, ap);
 	va_end(ap);
+	utf8_trim_incomplete(e->reason);
 	return code;
 }
 

@@ -36,8 +36,9 @@ int ipc_json_check_keys(json_t *obj, const char *const *allowed, const char *pat
 
 /*
  * Typed getters. Each returns 1 when the key is present and valid (value stored), 0 when absent
- * and not required (nothing stored), or -EINVAL with err filled (wrong type, out of range,
- * missing but required).
+ * (or null) and not required (nothing stored), or a negative errno with err filled: -EINVAL
+ * (wrong type, missing but required), -ERANGE (integer out of range), -E2BIG (too many array
+ * items, string too long).
  */
 int ipc_json_get_string(json_t *obj, const char *key, bool required, const char *path,
 			const char **ret, struct field_error *err);

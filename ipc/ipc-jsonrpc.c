@@ -19,7 +19,7 @@
 
 struct pending_fd {
 	int fd;
-	unsigned long long offset; /* stream offset of the byte it arrived with */
+	unsigned long long offset; /* stream offset of the last byte it arrived with */
 };
 
 struct out_chunk {
@@ -182,8 +182,12 @@ ssize_t jsonrpc_conn_fill(struct jsonrpc_conn *c)
 			close_many(fds, n_fds);
 			return -EXFULL;
 		}
+		/* One recvmsg() may return the bytes of earlier sends without fds followed by the
+		 * send that carried these fds; it always stops inside or at the end of that send.
+		 * Its first byte is unknown, its last received byte is not: record that one. */
 		for (size_t i = 0; i < n_fds; i++)
-			c->fds[c->n_fds++] = (struct pending_fd){ fds[i], c->base + c->len };
+			c->fds[c->n_fds++] =
+				(struct pending_fd){ fds[i], c->base + c->len + (size_t)n - 1 };
 	}
 	c->len += (size_t)n;
 	return n;
@@ -405,8 +409,12 @@ json_t *jsonrpc_request_new(json_int_t id, const char *method, json_t *params)
 	json_t *m = envelope();
 
 	if (!m || json_object_set_new(m, "id", json_integer(id)) < 0 ||
-	    json_object_set_new(m, "method", json_string(method)) < 0 ||
-	    (params && json_object_set_new(m, "params", params) < 0)) {
+	    json_object_set_new(m, "method", json_string(method)) < 0) {
+		json_decref(params); /* stolen even on failure */
+		json_decref(m);
+		return NULL;
+	}
+	if (params && json_object_set_new(m, "params", params) < 0) {
 		json_decref(m);
 		return NULL;
 	}
@@ -417,8 +425,12 @@ json_t *jsonrpc_notification_new(const char *method, json_t *params)
 {
 	json_t *m = envelope();
 
-	if (!m || json_object_set_new(m, "method", json_string(method)) < 0 ||
-	    (params && json_object_set_new(m, "params", params) < 0)) {
+	if (!m || json_object_set_new(m, "method", json_string(method)) < 0) {
+		json_decref(params); /* stolen even on failure */
+		json_decref(m);
+		return NULL;
+	}
+	if (params && json_object_set_new(m, "params", params) < 0) {
 		json_decref(m);
 		return NULL;
 	}
@@ -429,8 +441,12 @@ json_t *jsonrpc_result_new(json_t *id, json_t *result)
 {
 	json_t *m = envelope();
 
-	if (!m || json_object_set(m, "id", id ? id : json_null()) < 0 ||
-	    json_object_set_new(m, "result", result ? result : json_null()) < 0) {
+	if (!m || json_object_set(m, "id", id ? id : json_null()) < 0) {
+		json_decref(result); /* stolen even on failure */
+		json_decref(m);
+		return NULL;
+	}
+	if (json_object_set_new(m, "result", result ? result : json_null()) < 0) {
 		json_decref(m);
 		return NULL;
 	}
@@ -441,12 +457,18 @@ json_t *jsonrpc_error_new(json_t *id, int code, const char *message, json_t *dat
 {
 	json_t *m = envelope(), *e = json_pack("{s:i,s:s}", "code", code, "message", message);
 
-	if (e && data && json_object_set_new(e, "data", data) < 0) {
+	if (!e)
+		json_decref(data); /* stolen even on failure */
+	else if (data && json_object_set_new(e, "data", data) < 0) {
 		json_decref(e);
 		e = NULL;
 	}
-	if (!m || !e || json_object_set(m, "id", id ? id : json_null()) < 0 ||
-	    json_object_set_new(m, "error", e) < 0) {
+	if (!m || !e || json_object_set(m, "id", id ? id : json_null()) < 0) {
+		json_decref(e);
+		json_decref(m);
+		return NULL;
+	}
+	if (json_object_set_new(m, "error", e) < 0) {
 		json_decref(m);
 		return NULL;
 	}

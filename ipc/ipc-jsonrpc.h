@@ -3,11 +3,12 @@
  * JSON-RPC 2.0 on the client channel: one JSON object per line on a SOCK_STREAM Unix socket, with
  * fds attached by SCM_RIGHTS to the first byte of the message that names them.
  *
- * The kernel delivers fds with the first byte of the sendmsg() that carried them and never merges
- * two fd-carrying sends into one recvmsg(), so the receiver records, for every fd, the stream
- * offset it arrived at; a message owns exactly the fds that arrived inside its line. Fds that
- * arrive with a line that fails to parse are closed. A message names its fds by index into that
- * list ("stdio": {"stdin": 0, "stdout": 1}).
+ * A sendmsg() that carries fds carries (a prefix of) the one line that names them, as
+ * jsonrpc_conn_send() does. The kernel may return earlier sends without fds and the fd-carrying
+ * send in one recvmsg(), but it never reads past the end of the fd-carrying send, so the receiver
+ * records, for every fd, the stream offset of the last byte that arrived with it; a message owns
+ * exactly the fds recorded inside its line. Fds that arrive with a line that fails to parse are
+ * closed. A message names its fds by index into that list ("stdio": {"stdin": 0, "stdout": 1}).
  *
  * Works blocking or non-blocking: jsonrpc_conn_fill() does one recvmsg() and returns -EAGAIN when
  * nothing is ready; jsonrpc_conn_send() queues what the socket does not take and

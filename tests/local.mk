@@ -7,13 +7,50 @@ TEST_UNIT_LDADD = libtap.a libipc.a libcommon.a $(JANSSON_LIBS)
 TEST_UNIT_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 unit_tests = \
-	tests/unit/test-common-util
+	tests/unit/test-common-util \
+	tests/unit/test-common-system \
+	tests/unit/test-common-event \
+	tests/unit/test-ipc-fdpass \
+	tests/unit/test-ipc-frame \
+	tests/unit/test-ipc-json \
+	tests/unit/test-ipc-jsonrpc \
+	tests/unit/test-ipc-peer
 check_PROGRAMS += $(unit_tests)
 TESTS += $(unit_tests)
 
 tests_unit_test_common_util_SOURCES = %reldir%/unit/test-common-util.c
 tests_unit_test_common_util_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_common_util_CFLAGS = $(TEST_UNIT_CFLAGS)
+
+tests_unit_test_common_system_SOURCES = %reldir%/unit/test-common-system.c
+tests_unit_test_common_system_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_common_system_CFLAGS = $(TEST_UNIT_CFLAGS)
+
+tests_unit_test_common_event_SOURCES = %reldir%/unit/test-common-event.c
+tests_unit_test_common_event_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_common_event_CFLAGS = $(TEST_UNIT_CFLAGS)
+
+tests_unit_test_ipc_fdpass_SOURCES = %reldir%/unit/test-ipc-fdpass.c
+tests_unit_test_ipc_fdpass_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_ipc_fdpass_CFLAGS = $(TEST_UNIT_CFLAGS)
+
+tests_unit_test_ipc_frame_SOURCES = %reldir%/unit/test-ipc-frame.c
+tests_unit_test_ipc_frame_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_ipc_frame_CFLAGS = $(TEST_UNIT_CFLAGS)
+# The test wraps malloc to show an oversize frame is refused before allocation.
+tests_unit_test_ipc_frame_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=malloc
+
+tests_unit_test_ipc_json_SOURCES = %reldir%/unit/test-ipc-json.c
+tests_unit_test_ipc_json_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_ipc_json_CFLAGS = $(TEST_UNIT_CFLAGS)
+
+tests_unit_test_ipc_jsonrpc_SOURCES = %reldir%/unit/test-ipc-jsonrpc.c
+tests_unit_test_ipc_jsonrpc_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_ipc_jsonrpc_CFLAGS = $(TEST_UNIT_CFLAGS)
+
+tests_unit_test_ipc_peer_SOURCES = %reldir%/unit/test-ipc-peer.c
+tests_unit_test_ipc_peer_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_ipc_peer_CFLAGS = $(TEST_UNIT_CFLAGS)
 
 ## Fuzz targets: each defines LLVMFuzzerTestOneInput. In make check, fuzz-main.c replays the
 ## corpus under tests/fuzz/corpus/<target>/ as TAP; with --enable-fuzzing, libFuzzer campaigns.

@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The smaller cordon subcommands: ps, kill, wait, events, doctor, policy, controller. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/json-cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#ifndef CORDON_LIBEXECDIR
+#define CORDON_LIBEXECDIR "/usr/local/libexec"
+#endif
+
+/* Parse "[--json] [-h]" plus the given extra options; returns optind or a negative exit code. */
+static int simple_opts(struct cli *cli, int argc, char **argv, const char *usage_text)
+{
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
+	int c;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'j':
+			cli->json = true;
+			break;
+		case 'h':
+			printf("%s", usage_text);
+			return -CLI_EXIT_OK - 1000;
+		default:
+			fprintf(stderr, "%s", usage_text);
+			return -CLI_EXIT_USAGE;
+		}
+	}
+	return optind;
+}
+
+#define OPTS_OR_RETURN(cli, argc, argv, text)                                                     \
+	({                                                                                        \
+		int _o = simple_opts(cli, argc, argv, text);                                      \
+		if (_o < 0)                                                                       \
+			return _o == -CLI_EXIT_OK - 1000 ? CLI_EXIT_OK : -_o;                     \
+		_o;                                                                               \
+	})
+
+/* Connect, call, report an error; on success *ret holds the result. */
+static int call_simple(struct cli *cli, const char *method, json_t *params, json_t **ret,
+		       const char *what)
+{
+	_cleanup_json_ json_t *error = NULL;
+	int r;
+
+	if (!cli->conn && cli_connect(cli) < 0) {
+		json_decref(params);
+		return CLI_EXIT_UNAVAILABLE;
+	}
+	r = cli_call(cli, method, params, NULL, 0, ret, &error, NULL, NULL);
+	if (r == -EREMOTEIO)
+		return cli_report_error(error, what);
+	if (r < 0)
+		return CLI_EXIT_UNAVAILABLE;
+	return CLI_EXIT_OK;
+}
+
+int cli_cmd_ps(struct cli *cli, int argc, char **argv)
+{
+	_cleanup_json_ json_t *result = NULL;
+	json_t *procs, *p;
+	size_t i;
+	int r;
+
+	(void)OPTS_OR_RETURN(cli, argc, argv,
+			     "Usage: cordon ps [--json]\n\nList this user's sandboxed processes.\n");
+	r = call_simple(cli, "process.list", json_object(), &result, "ps");
+	if (r != CLI_EXIT_OK)
+		return r;
+	if (cli->json) {
+		cli_print_json(result);
+		return CLI_EXIT_OK;
+	}
+	procs = json_object_get(result, "processes");
+	printf("%-12s %-8s %-8s %-16s %s\n", "ID", "STATE", "PID", "LAUNCHER", "COMMAND");
+	json_array_foreach (procs, i, p) {
+		json_t *argvj = json_object_get(p, "argv"), *a;
+		size_t k;
+
+		printf("%-12s %-8s %-8lld %-16s", json_string_value(json_object_get(p, "processId")),
+		       json_string_value(json_object_get(p, "state")),
+		       (long long)json_integer_value(json_object_get(p, "pid")),
+		       json_string_value(json_object_get(p, "launcher")));
+		json_array_foreach (argvj, k, a)
+			printf(" %s", json_string_value(a));
+		putchar('\n');
+	}
+	return CLI_EXIT_OK;
+}
+
+static int parse_signal(const char *s)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = { { "KILL", SIGKILL }, { "TERM", SIGTERM }, { "INT", SIGINT },
+		      { "HUP", SIGHUP },   { "QUIT", SIGQUIT }, { "USR1", SIGUSR1 },
+		      { "USR2", SIGUSR2 }, { "STOP", SIGSTOP }, { "CONT", SIGCONT } };
+	int n;
+
+	if (safe_atoi(s, &n) >= 0)
+		return n > 0 && n < 65 ? n : -EINVAL;
+	if (startswith(s, "SIG"))
+		s += 3;
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (streq(s, names[i].name))
+			return names[i].sig;
+	return -EINVAL;
+}
+
+int cli_cmd_kill(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = { { "signal", required_argument, NULL, 's' },
+					      { "json", no_argument, NULL, 'j' },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
+	_cleanup_json_ json_t *result = NULL;
+	int sig = SIGKILL, c;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+s:h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 's':
+			sig = parse_signal(optarg);
+			if (sig < 0) {
+				fprintf(stderr, "cordon: unknown signal \"%s\"\n", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			cli->json = true;
+			break;
+		case 'h':
+			printf("Usage: cordon kill [-s SIGNAL] ID\n\nSignal a sandboxed process. "
+			       "The default, KILL, ends its whole process tree.\n");
+			return CLI_EXIT_OK;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "Usage: cordon kill [-s SIGNAL] ID\n");
+		return CLI_EXIT_USAGE;
+	}
+	return call_simple(cli, "process.signal",
+			   json_pack("{s:s,s:i}", "processId", argv[optind], "signal", sig), &result,
+			   "kill");
+}
+
+int cli_cmd_wait(struct cli *cli, int argc, char **argv)
+{
+	_cleanup_json_ json_t *result = NULL;
+	int i, r, code, sig;
+
+	i = OPTS_OR_RETURN(cli, argc, argv,
+			   "Usage: cordon wait [--json] ID\n\nWait for a sandboxed process to end; "
+			   "exit with its status.\n");
+	if (i != argc - 1) {
+		fprintf(stderr, "Usage: cordon wait [--json] ID\n");
+		return CLI_EXIT_USAGE;
+	}
+	r = call_simple(cli, "process.wait", json_pack("{s:s}", "processId", argv[i]), &result,
+			"wait");
+	if (r != CLI_EXIT_OK)
+		return r;
+	if (cli->json)
+		cli_print_json(result);
+	code = (int)json_integer_value(json_object_get(result, "exitCode"));
+	sig = (int)json_integer_value(json_object_get(result, "signal"));
+	if (streq_ptr(json_string_value(json_object_get(result, "reason")), "timeout"))
+		return CLI_EXIT_TIMEOUT;
+	return sig > 0 ? 128 + sig : code;
+}
+
+static void print_event(json_t *params, const char *method, void *userdata)
+{
+	_cleanup_free_ char *s = NULL;
+
+	if (!streq(method, "event"))
+		return;
+	s = json_dumps(params, JSON_COMPACT);
+	if (s) {
+		printf("%s\n", s);
+		fflush(stdout);
+	}
+}
+
+int cli_cmd_events(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = { { "follow", no_argument, NULL, 'f' },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
+	_cleanup_json_ json_t *result = NULL, *error = NULL;
+	bool follow = false;
+	json_t *e;
+	size_t i;
+	int c, r;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+fh", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'f':
+			follow = true;
+			break;
+		case 'h':
+			printf("Usage: cordon events [--follow]\n\nPrint the event stream as JSON "
+			       "lines: recent events, then (with --follow) new ones as they happen.\n");
+			return CLI_EXIT_OK;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (cli_connect(cli) < 0)
+		return CLI_EXIT_UNAVAILABLE;
+	r = cli_call(cli, "events.subscribe", json_pack("{s:b}", "follow", follow), NULL, 0,
+		     &result, &error, print_event, NULL);
+	if (r == -EREMOTEIO)
+		return cli_report_error(error, "events");
+	if (r < 0)
+		return CLI_EXIT_UNAVAILABLE;
+	json_array_foreach (json_object_get(result, "events"), i, e)
+		print_event(e, "event", NULL);
+	if (!follow)
+		return CLI_EXIT_OK;
+	/* Follow: print notifications until the controller goes away or we are interrupted. */
+	for (;;) {
+		_cleanup_json_ json_t *msg = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n_fds;
+		struct field_error fe;
+		enum jsonrpc_kind kind;
+		const char *m;
+		json_t *id, *body;
+
+		r = jsonrpc_conn_recv(cli->conn, &msg, fds, &n_fds, -1, &fe);
+		if (r == -EBADMSG)
+			continue;
+		if (r <= 0)
+			return r == 0 ? CLI_EXIT_OK : CLI_EXIT_UNAVAILABLE;
+		close_many(fds, n_fds);
+		if (jsonrpc_classify(msg, &kind, &m, &id, &body, &fe) >= 0 &&
+		    kind == JSONRPC_KIND_NOTIFICATION)
+			print_event(body, m, NULL);
+	}
+}
+
+int cli_cmd_doctor(struct cli *cli, int argc, char **argv)
+{
+	_cleanup_json_ json_t *result = NULL;
+	json_t *checks, *ck;
+	size_t i;
+	int r;
+
+	(void)OPTS_OR_RETURN(cli, argc, argv,
+			     "Usage: cordon doctor [--json]\n\nShow what this host supports for "
+			     "sandboxing, with a hint for each missing piece.\n");
+	r = call_simple(cli, "host.doctor", json_object(), &result, "doctor");
+	if (r != CLI_EXIT_OK)
+		return r;
+	if (cli->json) {
+		cli_print_json(result);
+		return CLI_EXIT_OK;
+	}
+	checks = json_object_get(result, "checks");
+	json_array_foreach (checks, i, ck) {
+		const char *hint = json_string_value(json_object_get(ck, "hint"));
+
+		printf("%-4s %-28s %s\n", json_is_true(json_object_get(ck, "ok")) ? "ok" : "--",
+		       json_string_value(json_object_get(ck, "name")),
+		       json_string_value(json_object_get(ck, "detail")));
+		if (hint)
+			printf("     Hint: %s\n", hint);
+	}
+	return CLI_EXIT_OK;
+}
+
+int cli_cmd_policy(struct cli *cli, int argc, char **argv)
+{
+	static const char usage_text[] =
+		"Usage: cordon policy check FILE\n"
+		"       cordon policy explain [FILE]\n\n"
+		"check: validate FILE; errors name the JSON field and the reason.\n"
+		"explain: show which layer enforces each rule of FILE (default: the embedded\n"
+		"default policy) on this host, and what cannot be enforced.\n";
+	_cleanup_json_ json_t *result = NULL, *params = json_object();
+	const char *sub;
+	int i, r;
+
+	i = OPTS_OR_RETURN(cli, argc, argv, usage_text);
+	if (i >= argc) {
+		fprintf(stderr, "%s", usage_text);
+		return CLI_EXIT_USAGE;
+	}
+	sub = argv[i++];
+	if (!streq(sub, "check") && !streq(sub, "explain")) {
+		fprintf(stderr, "cordon: unknown policy command \"%s\"\n%s", sub, usage_text);
+		return CLI_EXIT_USAGE;
+	}
+	if (i < argc) {
+		json_error_t je;
+		json_t *p = json_load_file(argv[i], JSON_REJECT_DUPLICATES, &je);
+
+		if (!p) {
+			fprintf(stderr, "cordon: policy \"%s\": line %d column %d: %s\n", argv[i],
+				je.line, je.column, je.text);
+			return CLI_EXIT_POLICY;
+		}
+		json_object_set_new(params, "policy", p);
+		i++;
+	} else if (streq(sub, "check")) {
+		fprintf(stderr, "%s", usage_text);
+		return CLI_EXIT_USAGE;
+	}
+	if (i != argc) {
+		fprintf(stderr, "%s", usage_text);
+		return CLI_EXIT_USAGE;
+	}
+	{
+		_cleanup_free_ char *cwd = getcwd(NULL, 0);
+
+		if (cwd)
+			json_object_set_new(params, "callerCwd", json_string(cwd));
+	}
+	r = call_simple(cli, streq(sub, "check") ? "policy.check" : "policy.explain",
+			json_incref(params), &result, streq(sub, "check") ? "policy check" : "policy explain");
+	if (r != CLI_EXIT_OK)
+		return r;
+	if (cli->json)
+		cli_print_json(result);
+	else if (streq(sub, "check"))
+		printf("%s: ok\n", argv[i - 1]);
+	else {
+		const char *text = json_string_value(json_object_get(result, "text"));
+
+		if (text)
+			fputs(text, stdout);
+		else
+			cli_print_json(result);
+	}
+	return CLI_EXIT_OK;
+}
+
+int cli_cmd_controller(struct cli *cli, int argc, char **argv)
+{
+	const char *bin = getenv("CORDON_CONTROLLER");
+	_cleanup_free_ char *dflt = NULL;
+
+	if (isempty(bin)) {
+		dflt = strdup_printf("%s/cordon-controller", CORDON_LIBEXECDIR);
+		if (!dflt)
+			return CLI_EXIT_FAILURE;
+		bin = dflt;
+	}
+	/* argv[0] is "controller"; everything after it goes to the daemon. */
+	argv[0] = (char *)"cordon-controller";
+	execv(bin, argv);
+	log_error_errno(errno, "cannot run \"%s\": %m", bin);
+	return CLI_EXIT_UNAVAILABLE;
+}

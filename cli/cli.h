@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The cordon CLI: an unprivileged client of the user's controller. Links only jansson (no
+ * libcurl, libsodium or libseccomp): its start-up time is part of every `cordon run`.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "ipc/ipc-jsonrpc.h"
+
+/*
+ * Exit codes (documented in cordon(1)). `run` and `exec` exit with the command's own status
+ * (128+N when a signal N ended it); cordon's own failures use 120-127 so a script can tell them
+ * apart from most commands' codes.
+ */
+enum {
+	CLI_EXIT_OK = 0,
+	CLI_EXIT_FAILURE = 1,         /* a non-run command failed (e.g. no such process) */
+	CLI_EXIT_POLICY = 120,        /* the policy is invalid, widens its parent, or the floor refuses */
+	CLI_EXIT_SETUP = 121,         /* the sandbox could not be built */
+	CLI_EXIT_UNAVAILABLE = 122,   /* the controller or launcher cannot be reached or started */
+	CLI_EXIT_LIMIT = 123,         /* a ceiling was reached (processes, memory) before start */
+	CLI_EXIT_TIMEOUT = 124,       /* the command ran past its wall-clock limit */
+	CLI_EXIT_USAGE = 125,         /* bad command line */
+	CLI_EXIT_CANNOT_EXECUTE = 126,/* the program exists but could not be executed */
+	CLI_EXIT_NOT_FOUND = 127,     /* the program was not found inside the sandbox */
+};
+
+struct cli {
+	bool json;           /* --json: machine-readable output */
+	const char *socket;  /* --socket: controller socket path override */
+	struct jsonrpc_conn *conn;
+	json_int_t next_id;
+};
+
+/* Connect to the controller, starting it on demand (the embedded default). */
+int cli_connect(struct cli *cli);
+
+typedef void (*cli_notify_cb)(json_t *params, const char *method, void *userdata);
+
+/*
+ * One request, waiting for its answer. Notifications that arrive meanwhile go to notify (or are
+ * dropped); requests from the controller (host interactions) are answered by the CLI.
+ * Returns 0 with *ret_result set, or the negative JSON-RPC code's errno-ish mapping: on an error
+ * reply, *ret_error holds the error object (and the return is -EREMOTEIO).
+ */
+int cli_call(struct cli *cli, const char *method, json_t *params, const int *fds, size_t n_fds,
+	     json_t **ret_result, json_t **ret_error, cli_notify_cb notify, void *userdata);
+
+/* Print an error reply (message, and the field when it names one) and map it to an exit code. */
+int cli_report_error(json_t *error, const char *what);
+int cli_exit_from_code(int code);
+
+/* Subcommands. */
+int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture);
+int cli_cmd_ps(struct cli *cli, int argc, char **argv);
+int cli_cmd_kill(struct cli *cli, int argc, char **argv);
+int cli_cmd_wait(struct cli *cli, int argc, char **argv);
+int cli_cmd_events(struct cli *cli, int argc, char **argv);
+int cli_cmd_doctor(struct cli *cli, int argc, char **argv);
+int cli_cmd_policy(struct cli *cli, int argc, char **argv);
+int cli_cmd_controller(struct cli *cli, int argc, char **argv);
+
+/* Print a JSON value (pretty) on stdout. */
+void cli_print_json(json_t *j);

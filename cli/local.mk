@@ -1,0 +1,10 @@
+## cli/: the `cordon` command. Unprivileged; links only jansson (no libcurl, libsodium, libseccomp).
+bin_PROGRAMS += cordon
+cordon_SOURCES = \
+	%reldir%/cli.h \
+	%reldir%/cli-main.c \
+	%reldir%/cli-client.c \
+	%reldir%/cli-run.c \
+	%reldir%/cli-cmds.c
+cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+cordon_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
