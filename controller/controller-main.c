@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cordon-controller: set-up and the main loop. Runs as the user (never with privileges): a
+ * systemd user unit, `cordon controller` in the foreground, or started on demand by the CLI
+ * (--daemon --ready-fd N). One per user, held by a lock in the runtime directory.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/json-cleanup.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "common/system.h"
+#include "common/util.h"
+#include "controller/controller.h"
+
+/* An on-demand controller with no clients and no processes exits after this long. */
+#define IDLE_EXIT_USEC (10ULL * 60ULL * 1000000ULL)
+
+static void usage(void)
+{
+	printf("Usage: cordon-controller [OPTIONS]\n\n"
+	       "The per-user cordon controller (see cordon-controller(8)).\n\n"
+	       "  --socket PATH     listen here (default: $XDG_RUNTIME_DIR/cordon/controller.sock)\n"
+	       "  --daemon          started on demand: exit after 10 idle minutes\n"
+	       "  --ready-fd N      write one byte to fd N once listening, then close it\n"
+	       "  -h, --help        show this help\n");
+}
+
+static int on_signal(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct controller *c = userdata;
+	struct signalfd_siginfo si;
+
+	if (read(fd, &si, sizeof(si)) != sizeof(si))
+		return 0;
+	log_info("signal %u: stopping", si.ssi_signo);
+	c->exiting = true;
+	event_loop_exit(c->loop, 0);
+	return 0;
+}
+
+static int on_idle_check(struct event_source *s, void *userdata)
+{
+	struct controller *c = userdata;
+
+	if (!c->clients && controller_processes_idle(c)) {
+		log_info("idle: exiting");
+		event_loop_exit(c->loop, 0);
+	}
+	return 0;
+}
+
+static unsigned long long read_mem_total(void)
+{
+	_cleanup_free_ char *buf = NULL;
+	unsigned long long kb = 0;
+	const char *p;
+
+	if (read_full_file("/proc/meminfo", 1U << 20, &buf, NULL) < 0)
+		return 0;
+	p = strstr(buf, "MemTotal:");
+	if (!p || sscanf(p, "MemTotal: %llu kB", &kb) != 1)
+		return 0;
+	return kb * 1024ULL;
+}
+
+/* One controller per user: an exclusive lock next to the socket. */
+static int take_lock(const char *socket_path, int *ret_fd)
+{
+	_cleanup_free_ char *lock = strdup_printf("%s.lock", socket_path);
+	int fd;
+
+	if (!lock)
+		return -ENOMEM;
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int r = -errno;
+
+		safe_close(fd);
+		return r == -EWOULDBLOCK ? -EBUSY : r;
+	}
+	/* Record our pid in the lock file, for `cordon doctor` and for tests. */
+	if (ftruncate(fd, 0) == 0) {
+		char pid[32];
+		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+
+		(void)!pwrite(fd, pid, (size_t)n, 0);
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "socket", required_argument, NULL, 's' },
+					      { "daemon", no_argument, NULL, 'd' },
+					      { "ready-fd", required_argument, NULL, 'r' },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
+	struct controller ctl = { .listen_fd = -1, .events_log_fd = -1 };
+	_cleanup_free_ char *socket_path = NULL;
+	_cleanup_close_ int lock_fd = -1, sfd = -1;
+	const char *socket_opt = NULL;
+	struct event_source *sig_src = NULL, *idle_src = NULL;
+	bool daemon_mode = false;
+	int ready_fd = -1, c, r;
+	struct passwd *pw;
+	sigset_t mask;
+
+	log_set_ident("cordon-controller");
+	log_parse_environment();
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 's':
+			socket_opt = optarg;
+			break;
+		case 'd':
+			daemon_mode = true;
+			break;
+		case 'r':
+			if (safe_atoi(optarg, &ready_fd) < 0 || ready_fd < 3) {
+				log_error("--ready-fd needs an fd number >= 3: \"%s\"", optarg);
+				return 2;
+			}
+			(void)fd_set_cloexec(ready_fd, true);
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			return 2;
+		}
+	}
+
+	/* The controller holds the user's secrets: no core dumps, no ptrace by other processes. */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	umask(0077);
+	ctl.uid = geteuid();
+	ctl.gid = getegid();
+	if (getuid() != geteuid()) {
+		log_error("refusing to run setuid (real uid %u, effective uid %u)",
+			  (unsigned)getuid(), (unsigned)geteuid());
+		return 1;
+	}
+	pw = getpwuid(ctl.uid);
+	ctl.home = strdup(pw && path_is_absolute(pw->pw_dir) ? pw->pw_dir : "/");
+	ctl.mem_total = read_mem_total();
+
+	if (socket_opt) {
+		socket_path = strdup(socket_opt);
+	} else {
+		r = cordon_controller_socket_path(&socket_path, 1);
+		if (r < 0)
+			return log_error_errno(r, "cannot prepare the runtime directory: %m"), 1;
+	}
+	if (!socket_path)
+		return 1;
+	r = cordon_state_dir(&ctl.state_dir, 1);
+	if (r < 0)
+		return log_error_errno(r, "cannot prepare the state directory: %m"), 1;
+
+	r = take_lock(socket_path, &lock_fd);
+	if (r == -EBUSY) {
+		/* Another controller serves this user: as good as us for whoever started us. */
+		if (ready_fd >= 0)
+			(void)!write(ready_fd, "E", 1);
+		log_info("another controller is already running for \"%s\"", socket_path);
+		return 0;
+	}
+	if (r < 0)
+		return log_error_errno(r, "cannot lock \"%s.lock\": %m", socket_path), 1;
+
+	if (daemon_mode) {
+		/* Log to a file in the state dir: nobody reads our stderr. */
+		_cleanup_free_ char *logp = strdup_printf("%s/controller.log", ctl.state_dir);
+		int lfd = logp ? open(logp, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : -1;
+
+		if (lfd >= 0) {
+			(void)dup2(lfd, STDERR_FILENO);
+			safe_close(lfd);
+		}
+	}
+
+	r = event_loop_new(&ctl.loop);
+	if (r < 0)
+		return 1;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	(void)sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0 || event_add_io(ctl.loop, sfd, EPOLLIN, on_signal, &ctl, &sig_src) < 0)
+		return log_error_errno(errno, "signalfd: %m"), 1;
+
+	r = controller_events_open(&ctl);
+	if (r < 0 && r != -EACCES && r != -EROFS)
+		return 1;
+	r = controller_launcher_start(&ctl);
+	if (r < 0)
+		return log_error_errno(r, "no launcher is available: %m"), 1;
+	r = controller_listen(&ctl, socket_path);
+	if (r < 0)
+		return log_error_errno(r, "cannot listen on \"%s\": %m", socket_path), 1;
+	ctl.socket_path = TAKE_PTR(socket_path);
+	if (daemon_mode &&
+	    event_add_timer(ctl.loop, IDLE_EXIT_USEC, true, on_idle_check, &ctl, &idle_src) < 0)
+		return 1;
+
+	log_info("listening on \"%s\" (launcher %s)", ctl.socket_path,
+		 controller_launcher_name(&ctl));
+	if (ready_fd >= 0) {
+		(void)!write(ready_fd, "1", 1);
+		ready_fd = safe_close(ready_fd);
+	}
+
+	r = event_loop_run(ctl.loop);
+
+	/* Leave nothing running: processes of ours die with us (detached ones too: there is no
+	 * one left to report their end to). */
+	controller_processes_kill_all(&ctl);
+	(void)unlink(ctl.socket_path);
+	while (ctl.clients)
+		controller_client_free(ctl.clients);
+	controller_launcher_stop(&ctl);
+	controller_processes_free(&ctl);
+	event_source_free(idle_src);
+	event_source_free(sig_src);
+	event_source_free(ctl.listen_src);
+	safe_close(ctl.listen_fd);
+	safe_close(ctl.events_log_fd);
+	json_decref(ctl.events_ring);
+	event_loop_free(ctl.loop);
+	free(ctl.socket_path);
+	free(ctl.state_dir);
+	free(ctl.home);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,784 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The process table: exec (run to completion, capture output up to a cap while draining the
+ * rest), spawn (long-lived; output to the client's fds or as notifications), write/closeStdin,
+ * signal, wait, list. Every process records the launcher instance that created it, and is killed
+ * with its whole tree when the client that started it goes away (unless spawned detached).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/json-cleanup.h"
+#include "common/log.h"
+#include "common/system.h"
+#include "common/util.h"
+#include "controller/controller.h"
+#include "ipc/ipc-json.h"
+
+#define ARGV_MAX 4096
+#define ENV_MAX 4096
+#define STR_MAX (128U * 1024U)
+#define READ_CHUNK (64U * 1024U)
+#define FINISHED_KEEP 256 /* finished processes kept for `wait` and `ps` */
+#define STDIN_MAX (16U * 1024U * 1024U)
+
+enum stream_mode {
+	STREAM_NULL,   /* /dev/null */
+	STREAM_FD,     /* a client's fd, passed straight to the sandbox */
+	STREAM_PIPE,   /* a pipe the controller reads (exec: captured; spawn: notified) */
+};
+
+struct capture {
+	struct process *p;
+	const char *name; /* "stdout" / "stderr" */
+	int fd;
+	struct event_source *src;
+	bool notify; /* spawn: forward chunks as process.output notifications */
+	char *buf;
+	size_t len, alloc;
+	uint64_t total;
+	bool truncated;
+	bool eof;
+};
+
+struct waiter {
+	struct waiter *next;
+	struct client *cl;
+	json_t *id;
+};
+
+struct process {
+	struct process *next;
+	struct controller *ctl;
+	char id[32];
+	char *sandbox;
+	char *launcher;
+	pid_t pid;
+	int pidfd;
+	json_t *argv;
+	struct client *owner;
+	bool detached;
+	json_t *exec_id; /* exec: the request to answer when done */
+	struct capture out[2];
+	int stdin_fd;
+	uint64_t max_output;
+	unsigned long long start_usec, end_usec;
+	json_t *exit; /* the launcher's exit report, once it came */
+	struct waiter *waiters;
+	bool finished;
+};
+
+static struct process *process_find(struct controller *c, const char *id)
+{
+	for (struct process *p = c->processes; p; p = p->next)
+		if (streq(p->id, id))
+			return p;
+	return NULL;
+}
+
+static void capture_close(struct capture *cap)
+{
+	event_source_free(cap->src);
+	cap->src = NULL;
+	cap->fd = safe_close(cap->fd);
+	cap->eof = true;
+}
+
+static void process_free(struct process *p)
+{
+	for (int i = 0; i < 2; i++) {
+		capture_close(&p->out[i]);
+		free(p->out[i].buf);
+	}
+	while (p->waiters) {
+		struct waiter *w = p->waiters;
+
+		p->waiters = w->next;
+		json_decref(w->id);
+		free(w);
+	}
+	safe_close(p->stdin_fd);
+	safe_close(p->pidfd);
+	json_decref(p->argv);
+	json_decref(p->exec_id);
+	json_decref(p->exit);
+	free(p->sandbox);
+	free(p->launcher);
+	free(p);
+}
+
+static void process_unlink(struct controller *c, struct process *p)
+{
+	for (struct process **pp = &c->processes; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			return;
+		}
+}
+
+static const char *process_state(const struct process *p)
+{
+	return p->finished ? "exited" : p->exit ? "exiting" : "running";
+}
+
+/* The result object of a finished process: the launcher's report plus what we measured. */
+static json_t *process_result(struct process *p, bool with_output)
+{
+	json_t *r = json_pack("{s:s,s:s,s:s,s:I}", "processId", p->id, "sandbox",
+			      p->sandbox ? p->sandbox : "", "launcher", p->launcher ? p->launcher : "",
+			      "durationUsec", (json_int_t)(p->end_usec - p->start_usec));
+
+	if (!r)
+		return NULL;
+	if (p->exit) {
+		static const char *const keep[] = { "exitCode", "signal", "reason", "limits", NULL };
+
+		for (const char *const *k = keep; *k; k++) {
+			json_t *v = json_object_get(p->exit, *k);
+
+			if (v)
+				json_object_set(r, *k, v);
+		}
+	}
+	if (with_output) {
+		json_object_set_new(r, "maxOutputBytes", json_integer((json_int_t)p->max_output));
+		for (int i = 0; i < 2; i++) {
+			struct capture *cap = &p->out[i];
+			char key[32];
+
+			if (utf8_is_valid(cap->buf ? cap->buf : "", cap->len))
+				json_object_set_new(r, cap->name,
+						    json_stringn(cap->buf ? cap->buf : "", cap->len));
+			else {
+				_cleanup_free_ char *b = base64_encode(cap->buf, cap->len);
+
+				(void)snprintf(key, sizeof(key), "%sBase64", cap->name);
+				json_object_set_new(r, key, json_string(b ? b : ""));
+			}
+			(void)snprintf(key, sizeof(key), "%sTruncated", cap->name);
+			json_object_set_new(r, key, json_boolean(cap->truncated));
+			(void)snprintf(key, sizeof(key), "%sBytes", cap->name);
+			json_object_set_new(r, key, json_integer((json_int_t)cap->total));
+		}
+	}
+	return r;
+}
+
+static void prune_finished(struct controller *c)
+{
+	unsigned n = 0;
+
+	for (struct process *p = c->processes, *next; p; p = next) {
+		next = p->next;
+		if (p->finished && ++n > FINISHED_KEEP) {
+			process_unlink(c, p);
+			process_free(p);
+		}
+	}
+}
+
+/* Exit known and all captured output read: answer everyone who waits. */
+static void process_maybe_finish(struct process *p)
+{
+	struct controller *c = p->ctl;
+
+	if (p->finished || !p->exit || !p->out[0].eof || !p->out[1].eof)
+		return;
+	p->finished = true;
+	p->end_usec = now_usec();
+	p->stdin_fd = safe_close(p->stdin_fd);
+
+	if (p->exec_id && p->owner) {
+		(void)client_reply(p->owner, p->exec_id, process_result(p, true));
+	}
+	json_decref(TAKE_PTR(p->exec_id));
+	if (p->owner)
+		(void)client_notify(p->owner, "process.exit", process_result(p, false));
+	while (p->waiters) {
+		struct waiter *w = p->waiters;
+
+		p->waiters = w->next;
+		(void)client_reply(w->cl, w->id, process_result(p, false));
+		json_decref(w->id);
+		free(w);
+	}
+	{
+		json_t *ev = process_result(p, false);
+
+		if (ev)
+			json_object_set(ev, "argv", p->argv);
+		controller_event(c, "exit", ev);
+	}
+	/* Captured output is no longer needed once delivered. */
+	for (int i = 0; i < 2; i++) {
+		free(p->out[i].buf);
+		p->out[i].buf = NULL;
+		p->out[i].len = 0;
+	}
+	prune_finished(c);
+}
+
+static int capture_append(struct capture *cap, const char *data, size_t n, uint64_t max)
+{
+	size_t take = n;
+
+	if (cap->len >= max) {
+		cap->truncated = true;
+		return 0;
+	}
+	if (take > max - cap->len) {
+		take = (size_t)(max - cap->len);
+		cap->truncated = true;
+	}
+	if (cap->len + take > cap->alloc) {
+		size_t na = cap->alloc ? cap->alloc : 16384;
+		char *nb;
+
+		while (na < cap->len + take)
+			na *= 2;
+		if (na > max)
+			na = (size_t)max;
+		nb = realloc(cap->buf, na);
+		if (!nb)
+			return -ENOMEM;
+		cap->buf = nb;
+		cap->alloc = na;
+	}
+	memcpy(cap->buf + cap->len, data, take);
+	cap->len += take;
+	return 0;
+}
+
+static int on_capture(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct capture *cap = userdata;
+	struct process *p = cap->p;
+	char chunk[READ_CHUNK];
+
+	/* Bounded work per wake-up so one chatty process cannot starve the others. */
+	for (int k = 0; k < 16; k++) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			goto eof; /* a read error ends the stream like EOF */
+		}
+		if (n == 0)
+			goto eof;
+		cap->total += (uint64_t)n;
+		if (cap->notify) {
+			_cleanup_free_ char *b = base64_encode(chunk, (size_t)n);
+
+			if (p->owner && b)
+				(void)client_notify(p->owner, "process.output",
+						    json_pack("{s:s,s:s,s:s}", "processId", p->id,
+							      "stream", cap->name, "data", b));
+			continue;
+		}
+		/* Keep up to the cap; past it keep draining so the child never blocks. */
+		if (capture_append(cap, chunk, (size_t)n, p->max_output) < 0)
+			goto eof;
+	}
+	return 0; /* more to read: level-triggered epoll calls again */
+eof:
+	capture_close(cap);
+	process_maybe_finish(p);
+	return 0;
+}
+
+static int capture_start(struct process *p, int i, const char *name, int fd, bool notify)
+{
+	struct capture *cap = &p->out[i];
+	int r;
+
+	cap->p = p;
+	cap->name = name;
+	cap->fd = fd;
+	cap->notify = notify;
+	r = fd_set_nonblock(fd, true);
+	if (r < 0)
+		return r;
+	return event_add_io(p->ctl->loop, fd, EPOLLIN, on_capture, cap, &cap->src);
+}
+
+/* A memfd holding data, positioned at 0: stdin for exec without a writer to babysit. */
+static int stdin_memfd(const void *data, size_t len)
+{
+	_cleanup_close_ int fd = memfd_create("cordon-stdin", MFD_CLOEXEC);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = loop_write(fd, data, len);
+	if (r < 0)
+		return r;
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	return TAKE_FD(fd);
+}
+
+/* Translate a launcher error (PROTOCOL.md §1.2) into a client error reply. */
+static int reply_launcher_error(struct client *cl, json_t *id, json_t *lerr, int r)
+{
+	const char *code = json_string_value(json_object_get(lerr, "code"));
+	const char *msg = json_string_value(json_object_get(lerr, "message"));
+	int err = (int)json_integer_value(json_object_get(lerr, "errno"));
+	json_t *data = json_object();
+	int jcode = CORDON_ERR_SETUP_FAILED;
+	char text[512];
+
+	if (lerr) {
+		static const char *const copy[] = { "code", "step", "field", "errno", NULL };
+
+		for (const char *const *k = copy; *k; k++)
+			if (json_object_get(lerr, *k))
+				json_object_set(data, streq(*k, "code") ? "launcherCode" : *k,
+						json_object_get(lerr, *k));
+	}
+	if (code && streq(code, "exec-failed")) {
+		json_object_set_new(data, "exitStatus", json_integer(err == ENOENT ? 127 : 126));
+		(void)snprintf(text, sizeof(text), "%s", msg ? msg : "cannot execute the command");
+	} else if (code && streq(code, "floor-refused")) {
+		jcode = CORDON_ERR_POLICY_REFUSED;
+		(void)snprintf(text, sizeof(text), "the administrator's floor refuses this: %s",
+			       msg ? msg : "");
+	} else if (code && streq(code, "limit")) {
+		jcode = CORDON_ERR_LIMIT;
+		(void)snprintf(text, sizeof(text), "%s", msg ? msg : "a ceiling was reached");
+	} else if (code && streq(code, "invalid-plan")) {
+		/* Our compiler produced something the launcher refused: a bug on our side. */
+		jcode = JSONRPC_INTERNAL_ERROR;
+		(void)snprintf(text, sizeof(text), "the launcher refused the compiled plan: %s",
+			       msg ? msg : "");
+	} else if (lerr)
+		(void)snprintf(text, sizeof(text), "sandbox set-up failed: %s", msg ? msg : "");
+	else {
+		jcode = CORDON_ERR_BACKEND;
+		(void)snprintf(text, sizeof(text), "the launcher is not available: %s",
+			       strerror(r < 0 ? -r : r));
+	}
+	return client_reply_error(cl, id, jcode, text, data);
+}
+
+struct start_args {
+	bool exec;
+	bool detached;
+	int stdio_fd[3];  /* STREAM_FD: the client's fd; else -1 */
+	enum stream_mode mode[3];
+	void *stdin_data; /* exec: bytes for stdin */
+	size_t stdin_len;
+};
+
+static int parse_stdio(json_t *params, int *fds, size_t n_fds, struct start_args *a,
+		       struct field_error *fe)
+{
+	static const char *const names[3] = { "stdin", "stdout", "stderr" };
+	static const char *const keys[] = { "stdin", "stdout", "stderr", NULL };
+	json_t *stdio = NULL;
+	int r;
+
+	r = ipc_json_get_object(params, "stdio", false, "params", &stdio, fe);
+	if (r < 0)
+		return r;
+	if (stdio) {
+		r = ipc_json_check_keys(stdio, keys, "params.stdio", fe);
+		if (r < 0)
+			return r;
+	}
+	for (int i = 0; i < 3; i++) {
+		json_t *v = stdio ? json_object_get(stdio, names[i]) : NULL;
+
+		a->stdio_fd[i] = -1;
+		if (!v) {
+			a->mode[i] = i == 0 ? STREAM_NULL : STREAM_PIPE;
+			continue;
+		}
+		if (json_is_integer(v)) {
+			json_int_t k = json_integer_value(v);
+
+			if (k < 0 || (size_t)k >= n_fds || fds[k] < 0)
+				return field_error_set(fe, -EINVAL, "params.stdio", names[i],
+						       "names fd %lld, but the message carries %zu fds",
+						       (long long)k, n_fds);
+			a->mode[i] = STREAM_FD;
+			a->stdio_fd[i] = fds[k];
+		} else if (json_is_string(v) && streq(json_string_value(v), "pipe"))
+			a->mode[i] = i == 0 ? STREAM_NULL : STREAM_PIPE;
+		else if (json_is_string(v) && streq(json_string_value(v), "null"))
+			a->mode[i] = STREAM_NULL;
+		else
+			return field_error_set(fe, -EINVAL, "params.stdio", names[i],
+					       "expected an fd index, \"pipe\" or \"null\"");
+	}
+	return 0;
+}
+
+static int process_start(struct client *cl, json_t *id, json_t *params, int *fds, size_t n_fds,
+			 bool exec)
+{
+	static const char *const exec_keys[] = { "policy", "policyPatch", "argv", "env",
+						 "callerCwd", "cwd", "stdin", "stdinBase64", NULL };
+	static const char *const spawn_keys[] = { "policy", "policyPatch", "argv", "env",
+						  "callerCwd", "cwd", "stdio", "detached", NULL };
+	struct controller *c = cl->ctl;
+	struct ctl_plan plan = { 0 };
+	struct field_error fe = { 0 };
+	struct start_args a = { .exec = exec };
+	_cleanup_json_ json_t *lerr = NULL;
+	int out_r[2] = { -1, -1 };
+	_cleanup_free_ char *sandbox = NULL;
+	_cleanup_close_ int pidfd = -1;
+	struct process *p;
+	json_t *stdio;
+	pid_t pid = 0;
+	int r;
+
+	r = ipc_json_check_keys(params, exec ? exec_keys : spawn_keys, "params", &fe);
+	if (r < 0)
+		goto bad_params;
+	if (exec) {
+		const char *text = NULL, *b64 = NULL;
+
+		if (ipc_json_get_string(params, "stdin", false, "params", &text, &fe) < 0 ||
+		    ipc_json_get_string(params, "stdinBase64", false, "params", &b64, &fe) < 0)
+			goto bad_params;
+		if (text && b64) {
+			field_error_set(&fe, -EINVAL, "params", "stdinBase64",
+					"give stdin or stdinBase64, not both");
+			goto bad_params;
+		}
+		if (text) {
+			a.stdin_len = json_string_length(json_object_get(params, "stdin"));
+			a.stdin_data = malloc(a.stdin_len + 1);
+			if (!a.stdin_data) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			memcpy(a.stdin_data, text, a.stdin_len);
+		} else if (b64 && base64_decode(b64, strlen(b64), &a.stdin_data, &a.stdin_len) < 0) {
+			field_error_set(&fe, -EINVAL, "params", "stdinBase64", "not valid base64");
+			goto bad_params;
+		}
+		if (a.stdin_len > STDIN_MAX) {
+			field_error_set(&fe, -E2BIG, "params", "stdin", "larger than 16 MiB");
+			goto bad_params;
+		}
+		for (int i = 0; i < 3; i++) {
+			a.mode[i] = i == 0 ? (a.stdin_data ? STREAM_FD : STREAM_NULL) : STREAM_PIPE;
+			a.stdio_fd[i] = -1;
+		}
+	} else {
+		if (parse_stdio(params, fds, n_fds, &a, &fe) < 0 ||
+		    ipc_json_get_bool(params, "detached", false, "params", &a.detached, &fe) < 0)
+			goto bad_params;
+	}
+
+	r = controller_compile_request(c, params, &plan, &fe);
+	if (r == -EINVAL || r == -EPERM || r == -ENOENT || r == -ERANGE || r == -E2BIG) {
+		controller_event(c, "policy-refused",
+				 json_pack("{s:s,s:s}", "field", fe.field, "reason", fe.reason));
+		_cleanup_json_ json_t *m = jsonrpc_error_field_new(
+			id, r == -EPERM ? CORDON_ERR_POLICY_REFUSED : JSONRPC_INVALID_PARAMS, &fe);
+		r = client_send(cl, m, NULL, 0);
+		goto out;
+	}
+	if (r < 0)
+		goto fail;
+
+	/* Wire stdio: fds for the sandbox go into the plan; pipe read ends stay with us. */
+	stdio = json_object();
+	json_object_set_new(plan.plan, "stdio", stdio);
+	for (int i = 0; i < 3; i++) {
+		static const char *const names[3] = { "stdin", "stdout", "stderr" };
+		int child_fd = -1, k;
+
+		if (i == 0 && exec && a.stdin_data) {
+			child_fd = stdin_memfd(a.stdin_data, a.stdin_len);
+			if (child_fd < 0) {
+				r = child_fd;
+				goto fail;
+			}
+		} else if (a.mode[i] == STREAM_FD)
+			child_fd = fd_dup_cloexec(a.stdio_fd[i], 3);
+		else if (a.mode[i] == STREAM_PIPE) {
+			int pp[2];
+
+			if (pipe2(pp, O_CLOEXEC) < 0) {
+				r = -errno;
+				goto fail;
+			}
+			out_r[i - 1] = pp[0];
+			child_fd = pp[1];
+		} else
+			continue; /* absent: /dev/null */
+		if (child_fd < 0) {
+			r = child_fd;
+			goto fail;
+		}
+		k = ctl_plan_add_fd(&plan, child_fd);
+		safe_close(child_fd);
+		if (k < 0) {
+			r = k;
+			goto fail;
+		}
+		json_object_set_new(stdio, names[i], json_integer(k));
+	}
+	if (a.detached)
+		json_object_set_new(plan.plan, "dieWithRequester", json_false());
+
+	r = controller_launcher_spawn(c, plan.plan, plan.fds, plan.n_fds, &sandbox, &pidfd, &pid,
+				      &lerr);
+	/* The sandbox has its copies now (or failed): drop ours, so EOF comes when it exits. */
+	close_many(plan.fds, plan.n_fds);
+	plan.n_fds = 0;
+	if (r < 0) {
+		controller_event(c, "spawn-failed",
+				 json_pack("{s:O,s:O?}", "argv", json_object_get(params, "argv"),
+					   "error", lerr));
+		r = reply_launcher_error(cl, id, lerr, r);
+		goto out;
+	}
+
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		(void)controller_launcher_kill(c, sandbox, SIGKILL);
+		r = -ENOMEM;
+		goto fail;
+	}
+	p->ctl = c;
+	(void)snprintf(p->id, sizeof(p->id), "p%llu", ++c->next_process);
+	p->sandbox = TAKE_PTR(sandbox);
+	p->launcher = strdup(controller_launcher_name(c));
+	p->pid = pid;
+	p->pidfd = TAKE_FD(pidfd);
+	p->argv = json_incref(json_object_get(params, "argv"));
+	p->owner = cl;
+	p->detached = a.detached;
+	p->stdin_fd = -1;
+	p->out[0].fd = p->out[1].fd = -1;
+	p->out[0].eof = p->out[1].eof = true;
+	p->max_output = plan.max_output_bytes;
+	p->start_usec = now_usec();
+	p->next = c->processes;
+	c->processes = p;
+	for (int i = 0; i < 2; i++)
+		if (out_r[i] >= 0) {
+			p->out[i].eof = false;
+			r = capture_start(p, i, i == 0 ? "stdout" : "stderr", TAKE_FD(out_r[i]),
+					  !exec);
+			if (r < 0)
+				capture_close(&p->out[i]);
+		} else
+			p->out[i].name = i == 0 ? "stdout" : "stderr";
+
+	controller_event(c, "spawn",
+			 json_pack("{s:s,s:s,s:s,s:i,s:O,s:b}", "processId", p->id, "sandbox",
+				   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid, "argv",
+				   p->argv, "exec", exec));
+	if (exec)
+		p->exec_id = json_incref(id);
+	else
+		r = client_reply(cl, id,
+				 json_pack("{s:s,s:s,s:s,s:i}", "processId", p->id, "sandbox",
+					   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid));
+	goto out;
+
+bad_params:
+	r = client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	goto out;
+fail:
+	(void)client_reply_error(cl, id, JSONRPC_INTERNAL_ERROR, strerror(-r), NULL);
+out:
+	close_many(out_r, 2);
+	free(a.stdin_data);
+	ctl_plan_done(&plan);
+	return r;
+}
+
+int method_process_exec(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	return process_start(cl, id, params, fds, n, true);
+}
+
+int method_process_spawn(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	return process_start(cl, id, params, fds, n, false);
+}
+
+/* Look up params.processId; answers the error itself and returns NULL when absent. */
+static struct process *lookup(struct client *cl, json_t *id, json_t *params,
+			      const char *const *keys)
+{
+	struct field_error fe = { 0 };
+	const char *pid = NULL;
+	struct process *p;
+
+	if (ipc_json_check_keys(params, keys, "params", &fe) < 0 ||
+	    ipc_json_get_string(params, "processId", true, "params", &pid, &fe) < 0) {
+		(void)client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+		return NULL;
+	}
+	p = process_find(cl->ctl, pid);
+	if (!p) {
+		(void)client_reply_error(cl, id, CORDON_ERR_NOT_FOUND, "no such process",
+					 json_pack("{s:s}", "processId", pid));
+		return NULL;
+	}
+	return p;
+}
+
+int method_process_write(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	static const char *const keys[] = { "processId", "data", NULL };
+	struct process *p = lookup(cl, id, params, keys);
+
+	if (!p)
+		return 0;
+	/* stdin pipes are not offered yet: spawn passes the client's own fd instead. */
+	return client_reply_error(cl, id, CORDON_ERR_NOT_FOUND,
+				  "this process has no stdin pipe (pass an fd as stdio.stdin)", NULL);
+}
+
+int method_process_close_stdin(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	static const char *const keys[] = { "processId", NULL };
+	struct process *p = lookup(cl, id, params, keys);
+
+	if (!p)
+		return 0;
+	p->stdin_fd = safe_close(p->stdin_fd);
+	return client_reply(cl, id, json_object());
+}
+
+int method_process_signal(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	static const char *const keys[] = { "processId", "signal", NULL };
+	struct field_error fe = { 0 };
+	uint64_t sig = SIGKILL;
+	struct process *p;
+	int r;
+
+	if (ipc_json_get_uint64(params, "signal", false, 1, 64, "params", &sig, &fe) < 0)
+		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	p = lookup(cl, id, params, keys);
+	if (!p)
+		return 0;
+	if (p->exit)
+		return client_reply(cl, id, json_pack("{s:b}", "delivered", false));
+	r = controller_launcher_kill(cl->ctl, p->sandbox, (int)sig);
+	if (r < 0)
+		return client_reply_error(cl, id, CORDON_ERR_BACKEND, strerror(-r), NULL);
+	return client_reply(cl, id, json_pack("{s:b}", "delivered", true));
+}
+
+int method_process_wait(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	static const char *const keys[] = { "processId", NULL };
+	struct process *p = lookup(cl, id, params, keys);
+	struct waiter *w;
+
+	if (!p)
+		return 0;
+	if (p->finished)
+		return client_reply(cl, id, process_result(p, false));
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return client_reply_error(cl, id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
+	w->cl = cl;
+	w->id = json_incref(id);
+	w->next = p->waiters;
+	p->waiters = w;
+	return 0;
+}
+
+int method_process_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	static const char *const keys[] = { NULL };
+	struct field_error fe = { 0 };
+	json_t *list = json_array();
+
+	if (ipc_json_check_keys(params, keys, "params", &fe) < 0) {
+		json_decref(list);
+		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	}
+	for (struct process *p = cl->ctl->processes; p; p = p->next) {
+		json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:i,s:O,s:b}", "processId", p->id, "state",
+				      process_state(p), "sandbox", p->sandbox, "launcher",
+				      p->launcher, "pid", (int)p->pid, "argv", p->argv,
+				      "detached", p->detached);
+
+		if (e && p->finished)
+			json_object_update(e, process_result(p, false));
+		json_array_append_new(list, e);
+	}
+	return client_reply(cl, id, json_pack("{s:o}", "processes", list));
+}
+
+void controller_process_exited(struct controller *c, const char *sandbox, json_t *exit)
+{
+	for (struct process *p = c->processes; p; p = p->next)
+		if (p->sandbox && streq(p->sandbox, sandbox) && !p->exit) {
+			p->exit = json_incref(exit);
+			p->end_usec = now_usec();
+			process_maybe_finish(p);
+			return;
+		}
+}
+
+void controller_processes_client_gone(struct controller *c, struct client *cl)
+{
+	for (struct process *p = c->processes; p; p = p->next) {
+		for (struct waiter **w = &p->waiters; *w;) {
+			if ((*w)->cl == cl) {
+				struct waiter *dead = *w;
+
+				*w = dead->next;
+				json_decref(dead->id);
+				free(dead);
+			} else
+				w = &(*w)->next;
+		}
+		if (p->owner != cl)
+			continue;
+		p->owner = NULL;
+		json_decref(TAKE_PTR(p->exec_id));
+		if (!p->detached && !p->exit)
+			(void)controller_launcher_kill(c, p->sandbox, SIGKILL);
+	}
+}
+
+void controller_processes_kill_all(struct controller *c)
+{
+	for (struct process *p = c->processes; p; p = p->next)
+		if (!p->exit)
+			(void)controller_launcher_kill(c, p->sandbox, SIGKILL);
+}
+
+bool controller_processes_idle(struct controller *c)
+{
+	for (struct process *p = c->processes; p; p = p->next)
+		if (!p->finished)
+			return false;
+	return true;
+}
+
+void controller_processes_free(struct controller *c)
+{
+	while (c->processes) {
+		struct process *p = c->processes;
+
+		c->processes = p->next;
+		process_free(p);
+	}
+}

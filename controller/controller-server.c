@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The client socket: accept, check the peer is this user (SO_PEERCRED), read JSON-RPC lines and
+ * dispatch them through the method table. A client's mistake earns an error reply, never a crash.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/json-cleanup.h"
+#include "common/log.h"
+#include "common/system.h"
+#include "common/util.h"
+#include "controller/controller.h"
+#include "ipc/ipc-peer.h"
+
+/* A client whose unread replies exceed this is dropped rather than buffered without bound. */
+#define CLIENT_QUEUE_MAX (64U * 1024U * 1024U)
+/* Messages handled per wake-up before yielding to other clients. */
+#define CLIENT_BURST 64
+
+static const struct method {
+	const char *name;
+	method_fn fn;
+} methods[] = {
+	{ "process.exec", method_process_exec },
+	{ "process.spawn", method_process_spawn },
+	{ "process.write", method_process_write },
+	{ "process.closeStdin", method_process_close_stdin },
+	{ "process.signal", method_process_signal },
+	{ "process.wait", method_process_wait },
+	{ "process.list", method_process_list },
+	{ "events.subscribe", method_events_subscribe },
+	{ "policy.check", method_policy_check },
+	{ "policy.explain", method_policy_explain },
+	{ "host.doctor", method_host_doctor },
+};
+
+static int client_update_events(struct client *cl)
+{
+	uint32_t ev = EPOLLIN | EPOLLRDHUP;
+
+	if (jsonrpc_conn_queued_bytes(cl->conn) > 0)
+		ev |= EPOLLOUT;
+	return event_source_set_events(cl->src, ev);
+}
+
+void controller_client_free(struct client *cl)
+{
+	struct controller *c;
+
+	if (!cl)
+		return;
+	c = cl->ctl;
+	for (struct client **p = &c->clients; *p; p = &(*p)->next)
+		if (*p == cl) {
+			*p = cl->next;
+			break;
+		}
+	controller_processes_client_gone(c, cl);
+	event_source_free(cl->src);
+	jsonrpc_conn_free(cl->conn);
+	free(cl);
+}
+
+int client_send(struct client *cl, json_t *msg, const int *fds, size_t n_fds)
+{
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	if (cl->closing)
+		return -ECONNRESET;
+	r = jsonrpc_conn_send(cl->conn, msg, fds, n_fds);
+	if (r == -EAGAIN) {
+		if (jsonrpc_conn_queued_bytes(cl->conn) > CLIENT_QUEUE_MAX) {
+			log_warning("client pid %d does not read its replies; dropping it",
+				    (int)cl->pid);
+			cl->closing = true;
+			return -ENOBUFS;
+		}
+		return client_update_events(cl);
+	}
+	if (r < 0) {
+		cl->closing = true;
+		return r;
+	}
+	return 0;
+}
+
+int client_reply(struct client *cl, json_t *id, json_t *result)
+{
+	_cleanup_json_ json_t *m = jsonrpc_result_new(id, result);
+
+	return client_send(cl, m, NULL, 0);
+}
+
+int client_reply_error(struct client *cl, json_t *id, int code, const char *message, json_t *data)
+{
+	_cleanup_json_ json_t *m = jsonrpc_error_new(id, code, message, data);
+
+	return client_send(cl, m, NULL, 0);
+}
+
+int client_reply_field_error(struct client *cl, json_t *id, int code, const struct field_error *fe)
+{
+	_cleanup_json_ json_t *m = jsonrpc_error_field_new(id, code, fe);
+
+	return client_send(cl, m, NULL, 0);
+}
+
+int client_notify(struct client *cl, const char *method, json_t *params)
+{
+	_cleanup_json_ json_t *m = jsonrpc_notification_new(method, params);
+
+	return client_send(cl, m, NULL, 0);
+}
+
+static void dispatch(struct client *cl, json_t *msg, int *fds, size_t n_fds)
+{
+	struct field_error fe = { 0 };
+	enum jsonrpc_kind kind;
+	const char *method;
+	json_t *id, *params;
+	int r;
+
+	r = jsonrpc_classify(msg, &kind, &method, &id, &params, &fe);
+	if (r < 0) {
+		_cleanup_json_ json_t *m = jsonrpc_error_field_new(json_object_get(msg, "id"),
+								   JSONRPC_INVALID_REQUEST, &fe);
+		(void)client_send(cl, m, NULL, 0);
+		return;
+	}
+	if (kind != JSONRPC_KIND_REQUEST) {
+		/* Responses to host interactions and notifications from clients: none expected yet. */
+		return;
+	}
+	if (params && !json_is_object(params)) {
+		(void)client_reply_error(cl, id, JSONRPC_INVALID_PARAMS, "params must be an object",
+					 NULL);
+		return;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(methods); i++)
+		if (streq(methods[i].name, method)) {
+			_cleanup_json_ json_t *p = params ? json_incref(params) : json_object();
+
+			r = methods[i].fn(cl, id, p, fds, n_fds);
+			if (r < 0)
+				log_debug_errno(r, "method %s failed: %m", method);
+			return;
+		}
+	(void)client_reply_error(cl, id, JSONRPC_METHOD_NOT_FOUND, "no such method",
+				 json_pack("{s:s}", "method", method));
+}
+
+static int on_client(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct client *cl = userdata;
+	bool eof = false;
+
+	if (revents & EPOLLOUT) {
+		int r = jsonrpc_conn_flush(cl->conn);
+
+		if (r < 0 && r != -EAGAIN)
+			cl->closing = true;
+	}
+	if (revents & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)) {
+		ssize_t n = jsonrpc_conn_fill(cl->conn);
+
+		if (n == 0 || (n < 0 && n != -EAGAIN))
+			eof = true;
+	}
+	for (unsigned k = 0; k < CLIENT_BURST && !cl->closing; k++) {
+		_cleanup_json_ json_t *msg = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n_fds = 0;
+		struct field_error fe = { 0 };
+		int r = jsonrpc_conn_next(cl->conn, &msg, fds, &n_fds, &fe);
+
+		if (r == 0)
+			break;
+		if (r == -EBADMSG) {
+			_cleanup_json_ json_t *m = jsonrpc_error_field_new(NULL, JSONRPC_PARSE_ERROR,
+									   &fe);
+			(void)client_send(cl, m, NULL, 0);
+			continue;
+		}
+		if (r < 0) {
+			_cleanup_json_ json_t *m = jsonrpc_error_new(
+				NULL, CORDON_ERR_TOO_LARGE, "message longer than the line limit", NULL);
+			(void)client_send(cl, m, NULL, 0);
+			(void)jsonrpc_conn_flush(cl->conn);
+			cl->closing = true;
+			break;
+		}
+		dispatch(cl, msg, fds, n_fds);
+		close_many(fds, n_fds);
+	}
+	if (eof || cl->closing) {
+		controller_client_free(cl);
+		return 0;
+	}
+	return client_update_events(cl);
+}
+
+static int on_accept(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct controller *c = userdata;
+
+	for (;;) {
+		_cleanup_close_ int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct ucred uc;
+		struct client *cl;
+		int r;
+
+		if (cfd < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		/* Only this user: the socket's directory is 0700 already, this is the second lock. */
+		r = ipc_peer_require_uid(cfd, c->uid, &uc);
+		if (r < 0) {
+			log_warning_errno(r, "refusing a client that is not uid %u: %m",
+					  (unsigned)c->uid);
+			continue;
+		}
+		cl = calloc(1, sizeof(*cl));
+		if (!cl)
+			return -ENOMEM;
+		cl->ctl = c;
+		cl->uid = uc.uid;
+		cl->pid = uc.pid;
+		r = jsonrpc_conn_new(TAKE_FD(cfd), &cl->conn);
+		if (r < 0) {
+			free(cl);
+			return r;
+		}
+		r = event_add_io(c->loop, jsonrpc_conn_fd(cl->conn), EPOLLIN | EPOLLRDHUP, on_client,
+				 cl, &cl->src);
+		if (r < 0) {
+			jsonrpc_conn_free(cl->conn);
+			free(cl);
+			return r;
+		}
+		cl->next = c->clients;
+		c->clients = cl;
+	}
+}
+
+int controller_listen(struct controller *c, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+	mode_t old;
+	int r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* We hold the lock (controller-main.c): a socket file left here is stale. */
+	(void)unlink(path);
+	old = umask(0077);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0)
+		return -errno;
+	if (listen(fd, 128) < 0)
+		return -errno;
+	r = event_add_io(c->loop, fd, EPOLLIN, on_accept, c, &c->listen_src);
+	if (r < 0)
+		return r;
+	c->listen_fd = TAKE_FD(fd);
+	return 0;
+}

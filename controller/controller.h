@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cordon-controller: the unprivileged per-user daemon. It owns the user's policies, process table
+ * and event stream, compiles policies into spawn plans and hands them to a launcher. It never
+ * holds privileges; everything it exposes to a sandbox it opened itself, as the user.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "common/event.h"
+#include "ipc/ipc-jsonrpc.h"
+
+struct controller;
+struct client;
+struct process;
+
+/* Clients (controller-server.c). */
+struct client {
+	struct controller *ctl;
+	struct client *next;
+	struct jsonrpc_conn *conn;
+	struct event_source *src;
+	uid_t uid;
+	pid_t pid;
+	bool subscribed; /* events.subscribe with follow */
+	bool closing;
+};
+
+struct controller {
+	struct event_loop *loop;
+	uid_t uid;
+	gid_t gid;
+	char *home;
+	int listen_fd;
+	char *socket_path;
+	struct event_source *listen_src;
+	struct client *clients;
+	struct process *processes;
+	unsigned long long next_process;
+	struct ctl_launcher_ref *launcher; /* the active launcher (controller-launcher.c) */
+	char *state_dir;
+	int events_log_fd;
+	json_t *events_ring; /* recent events, newest last */
+	unsigned long long mem_total;
+	bool exiting;
+};
+
+/* controller-server.c */
+int controller_listen(struct controller *c, const char *path);
+void controller_client_free(struct client *cl);
+/* Send a message to a client; a client that cannot keep up (bounded queue) is dropped. */
+int client_send(struct client *cl, json_t *msg, const int *fds, size_t n_fds);
+int client_reply(struct client *cl, json_t *id, json_t *result);
+int client_reply_error(struct client *cl, json_t *id, int code, const char *message, json_t *data);
+/* An error naming a field: {"field": …, "reason": …} in data. */
+int client_reply_field_error(struct client *cl, json_t *id, int code, const struct field_error *fe);
+int client_notify(struct client *cl, const char *method, json_t *params);
+
+/* A method handler. It answers with client_reply*() now or later (it may keep id). fds are the
+ * request's fds: the handler takes the ones it uses (sets them to -1); the rest are closed. */
+typedef int (*method_fn)(struct client *cl, json_t *id, json_t *params, int *fds, size_t n_fds);
+
+/* controller-events.c */
+int controller_events_open(struct controller *c);
+/* Emit an event: {"time": …, "type": type, …fields}; steals fields. */
+void controller_event(struct controller *c, const char *type, json_t *fields);
+int method_events_subscribe(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+
+/* controller-process.c */
+int method_process_exec(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_process_spawn(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_process_write(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_process_close_stdin(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_process_signal(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_process_wait(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_process_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+/* A client went away: kill what it started (unless detached), forget its waits. */
+void controller_processes_client_gone(struct controller *c, struct client *cl);
+void controller_processes_kill_all(struct controller *c);
+bool controller_processes_idle(struct controller *c);
+void controller_processes_free(struct controller *c);
+
+/* controller-policy.c */
+int method_policy_check(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+
+/* controller-doctor.c */
+int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+
+/* A compiled spawn request: the plan (PROTOCOL.md §1.3) and the fds it names by index. */
+struct ctl_plan {
+	json_t *plan;
+	int fds[IPC_MAX_FDS];
+	size_t n_fds;
+	uint64_t max_output_bytes; /* the policy's per-stream capture cap */
+	uint64_t wall_seconds;
+};
+void ctl_plan_done(struct ctl_plan *p);
+/* Append fd (duplicated) to the plan's fd list; returns its index or -errno. */
+int ctl_plan_add_fd(struct ctl_plan *p, int fd);
+
+/*
+ * controller-policy.c: the policy for a request — params.policy (or the embedded default) with
+ * params.policyPatch merged on top — compiled for argv/env/cwd of the request. On a bad policy
+ * returns -EINVAL (or -EPERM for a refusal) with fe naming the field.
+ */
+int controller_compile_request(struct controller *c, json_t *params, struct ctl_plan *ret,
+			       struct field_error *fe);
+/* The policy document of a request (default + patch), for check/explain. */
+int controller_request_policy(struct controller *c, json_t *params, json_t **ret,
+			      struct field_error *fe);
+
+/* controller-launcher.c: the active launcher. */
+int controller_launcher_start(struct controller *c);
+void controller_launcher_stop(struct controller *c);
+/* The launcher's hello reply (capabilities and floor), borrowed. */
+json_t *controller_launcher_hello(struct controller *c);
+/* Which launcher instance serves new processes, e.g. "builtin:auto#1". */
+const char *controller_launcher_name(struct controller *c);
+/*
+ * Spawn through the active launcher. On success *ret_sandbox is the launcher's sandbox id,
+ * *ret_pidfd and *ret_pid the init of the sandbox. On failure *ret_error holds the launcher's
+ * error object (PROTOCOL.md §1.2 "error") when the launcher refused.
+ */
+int controller_launcher_spawn(struct controller *c, json_t *plan, const int *fds, size_t n_fds,
+			      char **ret_sandbox, int *ret_pidfd, pid_t *ret_pid, json_t **ret_error);
+int controller_launcher_kill(struct controller *c, const char *sandbox, int sig);
+/* Called by controller-launcher.c when the launcher reports a sandbox's end. */
+void controller_process_exited(struct controller *c, const char *sandbox, json_t *exit);

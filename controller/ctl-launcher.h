@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The controller's end of the launcher channel (docs/PROTOCOL.md §1): connect to the system
+ * cordon-launcherd or start a user-mode one over a socketpair, say hello, spawn plans, kill
+ * sandboxes, and receive their exit reports.
+ *
+ * Usable two ways:
+ *   blocking   ctl_launcher_hello(), ctl_launcher_spawn(), ctl_launcher_kill() send a request
+ *              and read until its reply; ctl_launcher_wait_exit() reads until a sandbox's exit.
+ *   event loop watch ctl_launcher_fd() for EPOLLIN and call ctl_launcher_process(); exit
+ *              reports go to the handler set with ctl_launcher_set_exit_handler(), and
+ *              ctl_launcher_spawn_async() replies to its callback.
+ * Exit reports that arrive while a blocking call waits are queued, never lost.
+ *
+ * Request stems match launcherd: ctl_launcher_spawn() ↔ LAUNCHER_REQ_SPAWN ↔
+ * launcher_answer_spawn().
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+struct ctl_launcher;
+
+/* An "error" reply (or a local failure, code "internal"). */
+struct ctl_launcher_error {
+	char code[32];	  /* invalid-plan, floor-refused, setup-failed, exec-failed, limit, … */
+	int error;	  /* errno */
+	char field[256];  /* plan field path, may be empty */
+	char step[32];	  /* set-up step, may be empty */
+	char message[1024];
+};
+
+struct ctl_launcher_exit {
+	char sandbox[32];
+	pid_t pid;
+	int exit_code;
+	int signal;
+	char reason[16]; /* exited, signaled, timeout, killed, memory */
+	uint64_t duration_usec;
+	bool limit_pids;
+	bool limit_memory;
+};
+
+typedef void (*ctl_launcher_exit_cb)(struct ctl_launcher *l, const struct ctl_launcher_exit *e,
+				     void *userdata);
+/* sandbox/pidfd on success (pidfd is the callee's to close), else err. */
+typedef void (*ctl_launcher_spawn_cb)(struct ctl_launcher *l, const char *sandbox, int pidfd,
+				      const struct ctl_launcher_error *err, void *userdata);
+
+/* Connect to a launcherd socket (SOCK_SEQPACKET). */
+int ctl_launcher_connect(const char *path, struct ctl_launcher **ret);
+/*
+ * Start a user-mode launcherd (launcherd_path, e.g. LIBEXECDIR/cordon-launcherd) as our child
+ * over a socketpair. floor_path may be NULL (its default). It exits when we close our end.
+ */
+int ctl_launcher_start_user_mode(const char *launcherd_path, const char *floor_path,
+				 struct ctl_launcher **ret);
+/* Close the channel (launcherd kills the sandboxes that asked to die with us) and reap a
+ * user-mode launcherd we started. */
+void ctl_launcher_free(struct ctl_launcher *l);
+
+int ctl_launcher_fd(const struct ctl_launcher *l);
+
+/* hello; *ret_info (optional) gets the reply object (mode, landlockAbi, cgroup, floor, …). */
+int ctl_launcher_hello(struct ctl_launcher *l, json_t **ret_info, struct ctl_launcher_error *reterr);
+
+/*
+ * Send a plan with its fds (indices as the plan names them) and wait for spawned/error.
+ * Returns 0 with *ret_sandbox (malloc'd) and *ret_pidfd, or -errno (reterr filled for an
+ * error reply: -EINVAL invalid-plan, -EPERM floor-refused, -EAGAIN limit, -ENOEXEC
+ * exec-failed, -EIO setup-failed, …).
+ */
+int ctl_launcher_spawn(struct ctl_launcher *l, json_t *plan, const int *fds, size_t n_fds,
+		       char **ret_sandbox, int *ret_pidfd, struct ctl_launcher_error *reterr);
+int ctl_launcher_spawn_async(struct ctl_launcher *l, json_t *plan, const int *fds, size_t n_fds,
+			     ctl_launcher_spawn_cb cb, void *userdata);
+
+/* Signal a sandbox (9 kills the whole tree). -ESRCH for not-found. */
+int ctl_launcher_kill(struct ctl_launcher *l, const char *sandbox, int sig,
+		      struct ctl_launcher_error *reterr);
+
+void ctl_launcher_set_exit_handler(struct ctl_launcher *l, ctl_launcher_exit_cb cb,
+				   void *userdata);
+/* Non-blocking: handle every message already readable. -ECONNRESET when launcherd went away. */
+int ctl_launcher_process(struct ctl_launcher *l);
+/* Blocking: wait for the exit of sandbox (queued reports first). */
+int ctl_launcher_wait_exit(struct ctl_launcher *l, const char *sandbox,
+			   struct ctl_launcher_exit *ret);
+
+/* Map an error code string to -errno as ctl_launcher_spawn() returns it. */
+int ctl_launcher_error_to_errno(const char *code);

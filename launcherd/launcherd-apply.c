@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * launcherd_apply(): the one function that turns a validated plan into a confined process.
+ * It runs in the child, between clone3() and execve(), in both modes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/securebits.h>
+#include <sys/capability.h>
+
+#include "common/system.h"
+#include "common/util.h"
+#include "launcherd/launcherd-apply.h"
+#include "launcherd/launcherd-landlock.h"
+#include "launcherd/launcherd-mount.h"
+#include "launcherd/launcherd-net.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+static const char *const step_names[_STEP_MAX] = {
+	[STEP_CLONE] = "clone",
+	[STEP_CGROUP] = "cgroup",
+	[STEP_USERNS_MAP] = "userns-map",
+	[STEP_MOUNT_PRIVATE] = "mount-private",
+	[STEP_ROOT] = "root",
+	[STEP_MOUNT] = "mount",
+	[STEP_PIVOT_ROOT] = "pivot-root",
+	[STEP_NETWORK] = "network",
+	[STEP_HOSTNAME] = "hostname",
+	[STEP_SESSION] = "session",
+	[STEP_RLIMIT] = "rlimit",
+	[STEP_IDENTITY] = "identity",
+	[STEP_CAPABILITIES] = "capabilities",
+	[STEP_NO_NEW_PRIVS] = "no-new-privs",
+	[STEP_LANDLOCK] = "landlock",
+	[STEP_SECCOMP] = "seccomp",
+	[STEP_FDS] = "fds",
+	[STEP_CWD] = "cwd",
+	[STEP_EXEC] = "exec",
+};
+
+const char *apply_step_to_string(enum apply_step s)
+{
+	return (unsigned)s < _STEP_MAX ? step_names[s] : "unknown";
+}
+
+unsigned long long apply_clone_flags(const struct apply_context *ctx)
+{
+	unsigned long long f = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+
+	if (ctx->plan->network != PLAN_NETWORK_HOST)
+		f |= CLONE_NEWNET;
+	/* THE mode difference: in user mode every namespace hangs off a new user namespace in
+	 * which the user is mapped to itself (see STEP_USERNS_MAP and STEP_IDENTITY). */
+	if (ctx->userns)
+		f |= CLONE_NEWUSER;
+	return f;
+}
+
+/* Report (step, errno, index) to the parent and exit. The only way out of a failed set-up. */
+_noreturn_ static void fail(const struct apply_context *ctx, enum apply_step step, int error,
+			    int index)
+{
+	struct apply_status st = {
+		.step = (int32_t)step,
+		.error = error < 0 ? -error : (error ? error : EIO),
+		.index = index,
+	};
+
+	(void)!write(ctx->status_fd, &st, sizeof(st));
+	_exit(APPLY_EXIT_SETUP_FAILED);
+}
+
+static int write_proc_self(const char *file, const char *text)
+{
+	char path[64];
+	int fd, r = 0;
+
+	(void)snprintf(path, sizeof(path), "/proc/self/%s", file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) < 0)
+		r = -errno;
+	safe_close(fd);
+	return r;
+}
+
+/* User mode: map the user (and its primary group) to itself; nothing else is mapped. */
+static int map_self(uid_t uid, gid_t gid)
+{
+	char line[64];
+	int r;
+
+	(void)snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	r = write_proc_self("uid_map", line);
+	if (r < 0)
+		return r;
+	/* An unprivileged gid_map needs setgroups(2) disabled first. */
+	r = write_proc_self("setgroups", "deny");
+	if (r < 0)
+		return r;
+	(void)snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	return write_proc_self("gid_map", line);
+}
+
+static int drop_capabilities(void)
+{
+	const cap_value_t setpcap = CAP_SETPCAP;
+	cap_t caps;
+	int r = 0;
+
+	caps = cap_get_proc();
+	if (!caps)
+		return -errno;
+	/* Kept across the uid switch by PR_SET_KEEPCAPS; raise it to edit the bounding set. */
+	if (cap_set_flag(caps, CAP_EFFECTIVE, 1, &setpcap, CAP_SET) < 0 || cap_set_proc(caps) < 0)
+		goto fail;
+	for (cap_value_t c = 0; c < cap_max_bits(); c++)
+		if (cap_drop_bound(c) < 0 && errno != EINVAL)
+			goto fail;
+	/* A uid-0 sandbox must not regain capabilities by exec or by setuid(0). */
+	if (cap_set_secbits(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+			    SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+			    SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+		goto fail;
+	if (cap_reset_ambient() < 0)
+		goto fail;
+	if (cap_clear(caps) < 0 || cap_set_proc(caps) < 0)
+		goto fail;
+	(void)cap_free(caps);
+	return 0;
+fail:
+	r = negative_errno();
+	(void)cap_free(caps);
+	return r;
+}
+
+static int place_stdio(const struct apply_context *ctx)
+{
+	int src[3];
+
+	/* Move the sources above 2 first so that placing one cannot clobber another. */
+	for (int i = 0; i < 3; i++) {
+		int from = ctx->plan->stdio[i] >= 0 ? ctx->fds[ctx->plan->stdio[i]]
+						    : ctx->devnull_fd;
+
+		src[i] = fcntl(from, F_DUPFD_CLOEXEC, 3);
+		if (src[i] < 0)
+			return -errno;
+	}
+	for (int i = 0; i < 3; i++)
+		if (dup2(src[i], i) < 0) /* the copy at i is not close-on-exec */
+			return -errno;
+	/* Everything else, ours included, closes at exec; the status pipe stays open until then
+	 * so that its EOF means "exec succeeded". */
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+/* execve argv[0], searching the plan's PATH when it has no slash. Returns an errno. */
+static int exec_plan(const struct plan *plan)
+{
+	const char *path = "/usr/local/bin:/usr/bin:/bin";
+	bool eacces = false;
+
+	if (strchr(plan->argv[0], '/')) {
+		execve(plan->argv[0], plan->argv, plan->envp);
+		return errno;
+	}
+	for (char **e = plan->envp; *e; e++)
+		if (startswith(*e, "PATH=")) {
+			path = *e + 5;
+			break;
+		}
+	for (const char *p = path;;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		char full[4096];
+
+		if (n > 0 && (size_t)snprintf(full, sizeof(full), "%.*s/%s", (int)n, p,
+					      plan->argv[0]) < sizeof(full)) {
+			execve(full, plan->argv, plan->envp);
+			if (errno == EACCES)
+				eacces = true;
+			else if (errno != ENOENT && errno != ENOTDIR)
+				return errno;
+		}
+		if (!colon)
+			break;
+		p = colon + 1;
+	}
+	return eacces ? EACCES : ENOENT;
+}
+
+/*
+ * Apply the plan, in this order, and exec. Why this order:
+ *
+ *  clone          (parent) new mount, pid, ipc, uts and — unless network is "host" — net
+ *                 namespaces, plus a user namespace in user mode. We are pid 1 of the new pid
+ *                 namespace: when we die, the kernel kills every process left in it, which is
+ *                 how a cancel takes the whole tree down.
+ *  cgroup         join the sandbox's cgroup before anything can fork, then unshare the cgroup
+ *                 namespace so that the sandbox sees its own cgroup as "/".
+ *  userns-map     (user mode) map the user to itself, so that files keep their owners.
+ *  mount-private, root, mount
+ *                 a fresh tmpfs root built from the plan while we still hold CAP_SYS_ADMIN over
+ *                 our mount namespace; bind sources are the requester's fds.
+ *  pivot-root     into the new root; the host's tree is detached, not merely hidden.
+ *  network        bring lo up in the new netns (needs CAP_NET_ADMIN: before the drop).
+ *  hostname       in the new uts namespace.
+ *  session        setsid(): no controlling terminal, so no TIOCSTI into the caller's tty, and
+ *                 no signal from the caller's terminal. Also restore the signal mask launcherd
+ *                 blocks for its signalfd.
+ *  rlimit         while we may still raise hard limits.
+ *  identity       supplementary groups, gid, uid of the requester (SO_PEERCRED, never a request
+ *                 field). PR_SET_KEEPCAPS carries the permitted set over the uid switch only so
+ *                 that the next step can still edit the bounding set.
+ *  capabilities   empty bounding, permitted, effective, inheritable and ambient sets; locked
+ *                 securebits so that even uid 0 cannot regain any.
+ *  no-new-privs   required for unprivileged seccomp, and makes setuid/file caps inert.
+ *  landlock       after the identity switch: its rules name paths inside the new root, opened
+ *                 as the user. Before seccomp, which would otherwise have to allow its calls.
+ *  seccomp        floor filter first, then the plan's: the plan can only add denials. Last
+ *                 but for fd placement, chdir and execve, which both filters must allow.
+ *  fds            stdio placed, every other fd close-on-exec.
+ *  cwd            as the user, inside the finished sandbox.
+ *  exec           the status pipe closes (EOF = success); a failure reports errno.
+ */
+_noreturn_ void launcherd_apply(const struct apply_context *ctx)
+{
+	const struct plan *plan = ctx->plan;
+	int root_fd = -1, step = STEP_CGROUP, index = -1, r;
+	sigset_t none;
+
+	umask(022);
+
+	/* cgroup */
+	r = sandbox_cgroup_join(ctx->cgroup);
+	if (r < 0)
+		fail(ctx, STEP_CGROUP, r, -1);
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		fail(ctx, STEP_CGROUP, errno, -1);
+
+	/* userns-map */
+	if (ctx->userns) {
+		r = map_self(ctx->uid, ctx->gid);
+		if (r < 0)
+			fail(ctx, STEP_USERNS_MAP, r, -1);
+	}
+
+	/* mount-private, root, mount */
+	r = mount_build_root(plan, ctx->fds, ctx->tree_fds, &step, &index, &root_fd);
+	if (r < 0)
+		fail(ctx, (enum apply_step)step, r, index);
+
+	/* pivot-root */
+	r = mount_pivot_root(root_fd);
+	if (r < 0)
+		fail(ctx, STEP_PIVOT_ROOT, r, -1);
+
+	/* network */
+	if (plan->network != PLAN_NETWORK_HOST) {
+		r = net_loopback_up();
+		if (r < 0)
+			fail(ctx, STEP_NETWORK, r, -1);
+	}
+
+	/* hostname */
+	if (sethostname(plan->hostname, strlen(plan->hostname)) < 0)
+		fail(ctx, STEP_HOSTNAME, errno, -1);
+
+	/* session */
+	if (setsid() < 0)
+		fail(ctx, STEP_SESSION, errno, -1);
+	sigemptyset(&none);
+	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+		fail(ctx, STEP_SESSION, errno, -1);
+
+	/* rlimit */
+	for (size_t i = 0; i < plan->n_rlimits; i++) {
+		struct rlimit rl = { .rlim_cur = plan->rlimits[i].value,
+				     .rlim_max = plan->rlimits[i].value };
+
+		if (plan->rlimits[i].value >= (uint64_t)INT64_MAX)
+			rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+		if (setrlimit(plan->rlimits[i].resource, &rl) < 0)
+			fail(ctx, STEP_RLIMIT, errno, (int)i);
+	}
+	if (ctx->nproc_limit) {
+		/* Counted per user namespace: this caps the processes of this sandbox only. */
+		struct rlimit rl = { .rlim_cur = ctx->nproc_limit, .rlim_max = ctx->nproc_limit };
+
+		if (setrlimit(RLIMIT_NPROC, &rl) < 0)
+			fail(ctx, STEP_RLIMIT, errno, -1);
+	}
+
+	/* identity */
+	if (!ctx->userns && setgroups(ctx->n_groups, ctx->groups) < 0)
+		fail(ctx, STEP_IDENTITY, errno, -1);
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+		fail(ctx, STEP_IDENTITY, errno, -1);
+	if (setresgid(ctx->gid, ctx->gid, ctx->gid) < 0)
+		fail(ctx, STEP_IDENTITY, errno, -1);
+	if (setresuid(ctx->uid, ctx->uid, ctx->uid) < 0)
+		fail(ctx, STEP_IDENTITY, errno, -1);
+	/* The uid switch cleared any parent-death signal; set it now. If launcherd dies, its
+	 * sandboxes die with it rather than run unsupervised. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		fail(ctx, STEP_IDENTITY, errno, -1);
+
+	/* capabilities */
+	r = drop_capabilities();
+	if (r < 0)
+		fail(ctx, STEP_CAPABILITIES, r, -1);
+
+	/* no-new-privs */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		fail(ctx, STEP_NO_NEW_PRIVS, errno, -1);
+
+	/* landlock */
+	r = landlock_apply(plan, ctx->landlock_abi, &index);
+	if (r < 0)
+		fail(ctx, STEP_LANDLOCK, r, index);
+
+	/* seccomp */
+	r = seccomp_program_load(ctx->floor);
+	if (r < 0)
+		fail(ctx, STEP_SECCOMP, r, -1);
+	if (ctx->plan_filter) {
+		r = seccomp_program_load(ctx->plan_filter);
+		if (r < 0)
+			fail(ctx, STEP_SECCOMP, r, 0);
+	}
+
+	/* fds */
+	r = place_stdio(ctx);
+	if (r < 0)
+		fail(ctx, STEP_FDS, r, -1);
+
+	/* cwd */
+	if (chdir(plan->cwd) < 0)
+		fail(ctx, STEP_CWD, errno, -1);
+
+	/* exec */
+	fail(ctx, STEP_EXEC, exec_plan(plan), -1);
+}

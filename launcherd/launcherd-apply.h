@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Applying a spawn plan: the child side, between clone and exec. See launcherd_apply() in
+ * launcherd-apply.c for the order and why.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/cleanup.h"
+#include "launcherd/launcherd-cgroup.h"
+#include "launcherd/launcherd-plan.h"
+#include "launcherd/launcherd-seccomp.h"
+
+/* Set-up steps, in the order they run; names are API (docs/PROTOCOL.md §1.2, error "step"). */
+enum apply_step {
+	STEP_CLONE,
+	STEP_CGROUP,
+	STEP_USERNS_MAP,
+	STEP_MOUNT_PRIVATE,
+	STEP_ROOT,
+	STEP_MOUNT,
+	STEP_PIVOT_ROOT,
+	STEP_NETWORK,
+	STEP_HOSTNAME,
+	STEP_SESSION,
+	STEP_RLIMIT,
+	STEP_IDENTITY,
+	STEP_CAPABILITIES,
+	STEP_NO_NEW_PRIVS,
+	STEP_LANDLOCK,
+	STEP_SECCOMP,
+	STEP_FDS,
+	STEP_CWD,
+	STEP_EXEC,
+	_STEP_MAX,
+};
+
+const char *apply_step_to_string(enum apply_step s);
+
+/*
+ * What the child writes to the status pipe when a step fails; nothing is written on success and
+ * the pipe (close-on-exec) reaches EOF at exec. index names the mount (STEP_MOUNT), Landlock rule
+ * (STEP_LANDLOCK) or rlimit (STEP_RLIMIT) concerned, else -1.
+ */
+struct apply_status {
+	int32_t step;
+	int32_t error; /* positive errno */
+	int32_t index;
+};
+
+/* Exit code of a child whose set-up failed (the status pipe says why). */
+#define APPLY_EXIT_SETUP_FAILED 125
+
+/*
+ * Everything the child needs, prepared by the parent before clone. The child reads it from its
+ * copy of the parent's memory; nothing here is shared after the clone.
+ */
+struct apply_context {
+	const struct plan *plan;
+	const int *fds;	     /* the spawn message's fds, by plan index */
+	int *tree_fds;	     /* per mount: a detached clone of a bind source, or -1 */
+	int devnull_fd;	     /* for stdio the plan leaves out */
+	int status_fd;	     /* write end of the status pipe (close-on-exec) */
+
+	bool userns; /* user mode: the namespaces hang off a new user namespace */
+	uid_t uid;   /* the requester, from SO_PEERCRED */
+	gid_t gid;
+	const gid_t *groups;
+	size_t n_groups;
+
+	const struct sandbox_cgroup *cgroup;
+	uint64_t nproc_limit; /* user mode without a cgroup: RLIMIT_NPROC in the new user ns */
+	int landlock_abi;
+	const struct seccomp_program *floor;
+	const struct seccomp_program *plan_filter; /* NULL when the plan has none */
+};
+
+/* Namespaces every sandbox gets (plus CLONE_NEWNET unless network is "host"; CLONE_NEWCGROUP is
+ * unshared by the child once it sits in its own cgroup). */
+unsigned long long apply_clone_flags(const struct apply_context *ctx);
+
+/* Child side: apply the plan and exec. Never returns. */
+_noreturn_ void launcherd_apply(const struct apply_context *ctx);

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The admin floor, /etc/cordon/launcherd.json: what no request can weaken. Read once at start;
+ * launcherd refuses to start when the file is not a root-owned regular file, or is group- or
+ * world-writable, or does not parse. A missing file means the built-in defaults below.
+ *
+ *   {
+ *     "require": ["landlock", "seccomp", "netns"],   plan layers that must be present
+ *     "maxNetwork": "proxy",                          none < loopback < proxy < host
+ *     "hostMode": false,                              unconfined "host" launchers allowed
+ *     "allowUsers": ["alice"], "allowGroups": ["cordon"],   absent: every local user
+ *     "perUser": {"maxSandboxes": 64, "pidsMax": 4096, "memoryMaxBytes": 8589934592}
+ *   }
+ *
+ * Defaults: nothing required beyond launcherd's own layers, maxNetwork "proxy", hostMode false,
+ * every user, 256 live sandboxes per user, no pids or memory ceiling.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "ipc/ipc-json.h"
+#include "launcherd/launcherd-plan.h"
+
+struct floor {
+	bool require_landlock;
+	bool require_seccomp; /* the plan must carry its own filter (the floor filter always runs) */
+	bool require_netns;   /* network "host" refused */
+	enum plan_network max_network;
+	bool host_mode;
+	char **allow_users;  /* NULL: everyone */
+	char **allow_groups; /* NULL: no group-based allowance beyond allow_users */
+	uint64_t max_sandboxes;
+	uint64_t pids_max;   /* per-user ceiling over live sandboxes; 0: none */
+	uint64_t memory_max; /* idem, bytes */
+};
+
+/* Load path (missing: defaults). Errors: -EPERM (ownership/mode), -EINVAL (content, with
+ * err naming the field), or the open/read error. */
+int floor_load(const char *path, struct floor *ret, struct field_error *err);
+void floor_done(struct floor *f);
+
+/* Is this user allowed at all? groups: the user's groups (primary included). */
+bool floor_user_allowed(const struct floor *f, uid_t uid, const gid_t *groups, size_t n_groups);
+
+/* Does the plan meet the floor? -EPERM with err naming the plan field. */
+int floor_check_plan(const struct floor *f, const struct plan *p, struct field_error *err);
+
+/* The floor as reported in hello. */
+json_t *floor_to_json(const struct floor *f);

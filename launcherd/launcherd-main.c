@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cordon-launcherd: the confinement engine.
+ *
+ *   privileged mode  a system service running as root with a bounded capability set, listening
+ *                    on /run/cordon/launcherd.sock for every local user;
+ *   user mode        an ordinary user's process (no privileges at all), usually started by the
+ *                    controller with one end of a socketpair (--socket-fd), applying the same
+ *                    plans inside unprivileged user namespaces.
+ *
+ * Exit codes: 0 stopped cleanly; 1 cannot start (message on stderr); 2 usage.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <sys/capability.h>
+
+#include "common/log.h"
+#include "common/system.h"
+#include "common/util.h"
+#include "launcherd/launcherd-landlock.h"
+#include "launcherd/launcherd.h"
+
+/* What privileged mode needs, and nothing more: mounts and pivot_root (SYS_ADMIN), the identity
+ * switch (SETUID, SETGID), emptying the child's bounding set (SETPCAP), lo up in the child's
+ * netns (NET_ADMIN), signals to other users' sandboxes it created (KILL), and plan rlimits
+ * above launcherd's own hard limits (SYS_RESOURCE, used only when held). */
+static const cap_value_t needed_caps[] = {
+	CAP_SYS_ADMIN, CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_NET_ADMIN, CAP_KILL,
+};
+static const cap_value_t optional_caps[] = { CAP_SYS_RESOURCE };
+
+static struct launcherd daemon_state;
+
+void launcherd_maybe_exit(struct launcherd *d)
+{
+	if (d->sandboxes)
+		return;
+	if (d->stopping || (d->single && !d->conns))
+		event_loop_exit(d->loop, 0);
+}
+
+_noreturn_ static void die(const char *fmt, ...) _printf_(1, 2);
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)fputs("cordon-launcherd: ", stderr);
+	va_start(ap, fmt);
+	(void)vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	(void)fputc('\n', stderr);
+	exit(1);
+}
+
+static void refuse_setuid(void)
+{
+	uid_t ruid, euid, suid;
+	gid_t rgid, egid, sgid;
+
+	if (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0)
+		die("cannot read own credentials: %s", strerror(errno));
+	if (ruid != euid || ruid != suid || rgid != egid || rgid != sgid)
+		die("refusing to run setuid or setgid (real uid %u, effective uid %u). "
+		    "cordon-launcherd is never installed setuid: run it as a system service "
+		    "(privileged mode) or as an ordinary user (user mode). "
+		    "Hint: chmod u-s,g-s on the binary.",
+		    (unsigned)ruid, (unsigned)euid);
+}
+
+static bool cap_held(cap_t caps, cap_value_t c)
+{
+	cap_flag_value_t v = CAP_CLEAR;
+
+	return cap_get_flag(caps, c, CAP_PERMITTED, &v) == 0 && v == CAP_SET;
+}
+
+/* Privileged mode: keep exactly needed_caps (+ optional ones held), empty the rest of the
+ * bounding set, so a bug in launcherd cannot use what it was never meant to have. */
+static void restrict_own_capabilities(void)
+{
+	cap_value_t keep[ELEMENTSOF(needed_caps) + ELEMENTSOF(optional_caps)];
+	size_t n = 0;
+	cap_t caps = cap_get_proc();
+
+	if (!caps)
+		die("cannot read capabilities: %s", strerror(errno));
+	for (size_t i = 0; i < ELEMENTSOF(needed_caps); i++) {
+		char *name;
+
+		if (cap_held(caps, needed_caps[i])) {
+			keep[n++] = needed_caps[i];
+			continue;
+		}
+		name = cap_to_name(needed_caps[i]);
+		die("privileged mode needs %s, which this process does not hold. "
+		    "Hint: start it from the systemd unit (AmbientCapabilities=) or run it as "
+		    "the user for user mode (--mode=user).",
+		    name ? name : "a capability");
+	}
+	for (size_t i = 0; i < ELEMENTSOF(optional_caps); i++)
+		if (cap_held(caps, optional_caps[i]))
+			keep[n++] = optional_caps[i];
+
+	for (cap_value_t c = 0; c < cap_max_bits(); c++) {
+		bool wanted = false;
+
+		for (size_t i = 0; i < n; i++)
+			wanted = wanted || keep[i] == c;
+		if (!wanted && cap_drop_bound(c) < 0 && errno != EINVAL)
+			die("cannot drop capability %d from the bounding set: %s", (int)c,
+			    strerror(errno));
+	}
+	if (cap_clear(caps) < 0 || cap_set_flag(caps, CAP_PERMITTED, (int)n, keep, CAP_SET) < 0 ||
+	    cap_set_flag(caps, CAP_EFFECTIVE, (int)n, keep, CAP_SET) < 0 || cap_set_proc(caps) < 0)
+		die("cannot restrict capabilities: %s", strerror(errno));
+	(void)cap_reset_ambient();
+	(void)cap_free(caps);
+}
+
+static int listen_on(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_free_ char *dir = NULL;
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		die("socket path \"%s\" is too long", path);
+	memcpy(sa.sun_path, path, strlen(path));
+	dir = strdup(path);
+	if (!dir)
+		die("out of memory");
+	if (strrchr(dir, '/') && strrchr(dir, '/') != dir) {
+		*strrchr(dir, '/') = '\0';
+		(void)mkdir_p(dir, 0755);
+	}
+	/* A stale socket from a previous run is replaced; anything else at the path is not. */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			die("\"%s\" exists and is not a socket", path);
+		if (unlink(path) < 0)
+			die("cannot remove stale socket \"%s\": %s", path, strerror(errno));
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		die("socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("cannot bind \"%s\": %s", path, strerror(errno));
+	/* Every local user may connect; the admin floor decides who is served. */
+	if (daemon_state.mode == LAUNCHERD_PRIVILEGED && chmod(path, 0666) < 0)
+		die("cannot chmod \"%s\": %s", path, strerror(errno));
+	if (listen(fd, 128) < 0)
+		die("listen: %s", strerror(errno));
+	return fd;
+}
+
+static int on_accept(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct launcherd *d = userdata;
+
+	for (;;) {
+		int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int r;
+
+		if (c < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			/* EMFILE and friends: log and keep serving the connections we have. */
+			log_warning_errno(errno, "accept: %m");
+			return 0;
+		}
+		if (d->stopping) {
+			safe_close(c);
+			continue;
+		}
+		r = conn_new(d, c);
+		if (r < 0)
+			log_debug_errno(r, "rejected a connection: %m");
+	}
+}
+
+static int on_signal(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct launcherd *d = userdata;
+	struct signalfd_siginfo si;
+
+	if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return 0;
+	log_info("signal %u: stopping", si.ssi_signo);
+	d->stopping = true;
+	sandbox_kill_all(d);
+	while (d->conns)
+		conn_close(d->conns);
+	launcherd_maybe_exit(d);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	(void)fprintf(f,
+		      "Usage: cordon-launcherd [OPTIONS]\n"
+		      "  --socket PATH     listen on PATH (default %s)\n"
+		      "  --socket-fd N     serve the one connection on fd N (user mode, socketpair)\n"
+		      "  --floor PATH      admin floor file (default %s)\n"
+		      "  --mode MODE       auto (default), privileged or user\n"
+		      "  --dump-floor      print the seccomp floor filter (libseccomp PFC) and exit\n"
+		      "  --help, --version\n",
+		      LAUNCHERD_DEFAULT_SOCKET, LAUNCHERD_DEFAULT_FLOOR);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "socket-fd", required_argument, NULL, 'f' },
+		{ "floor", required_argument, NULL, 'F' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "dump-floor", no_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{},
+	};
+	struct launcherd *d = &daemon_state;
+	const char *socket_path = LAUNCHERD_DEFAULT_SOCKET, *floor_path = LAUNCHERD_DEFAULT_FLOOR;
+	const char *mode = "auto";
+	struct field_error fe = { 0 };
+	int socket_fd = -1, sfd, c, r;
+	sigset_t mask;
+
+	log_set_ident("cordon-launcherd");
+	log_parse_environment();
+	/* First, before any option is even looked at. */
+	refuse_setuid();
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0)
+		switch (c) {
+		case 's':
+			socket_path = optarg;
+			break;
+		case 'f':
+			if (safe_atoi(optarg, &socket_fd) < 0 || socket_fd < 3)
+				die("--socket-fd: expected a number >= 3");
+			break;
+		case 'F':
+			floor_path = optarg;
+			break;
+		case 'm':
+			mode = optarg;
+			break;
+		case 'D':
+			return seccomp_floor_export_pfc(false, STDOUT_FILENO) < 0 ? 1 : 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			(void)printf("cordon-launcherd %s\n", PACKAGE_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+
+	if (streq(mode, "auto"))
+		d->mode = geteuid() == 0 ? LAUNCHERD_PRIVILEGED : LAUNCHERD_USER;
+	else if (streq(mode, "privileged"))
+		d->mode = LAUNCHERD_PRIVILEGED;
+	else if (streq(mode, "user"))
+		d->mode = LAUNCHERD_USER;
+	else
+		die("--mode: expected auto, privileged or user");
+	if (d->mode == LAUNCHERD_PRIVILEGED)
+		restrict_own_capabilities();
+
+	r = floor_load(floor_path, &d->floor, &fe);
+	if (r < 0)
+		die("refusing to start: admin floor \"%s\"%s%s: %s", floor_path,
+		    *fe.field ? " field " : "", fe.field, fe.reason);
+
+	d->landlock_abi = landlock_probe_abi();
+	cgroup_setup_probe(&d->cgroup);
+	r = seccomp_floor_compile(false, &d->floor_errno);
+	if (r >= 0)
+		r = seccomp_floor_compile(true, &d->floor_kill);
+	if (r < 0)
+		die("cannot compile the seccomp floor: %s", strerror(-r));
+	d->devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (d->devnull_fd < 0)
+		die("cannot open /dev/null: %s", strerror(errno));
+	if (d->landlock_abi < 1)
+		log_warning("this kernel has no Landlock: plans that require it will fail. "
+			    "Hint: CONFIG_SECURITY_LANDLOCK=y and lsm=...,landlock");
+
+	r = event_loop_new(&d->loop);
+	if (r < 0)
+		die("cannot create the event loop: %s", strerror(-r));
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+		die("sigprocmask: %s", strerror(errno));
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0 || event_add_io(d->loop, sfd, EPOLLIN, on_signal, d, NULL) < 0)
+		die("signalfd: %s", strerror(errno));
+
+	if (socket_fd >= 0) {
+		d->single = true;
+		d->listen_fd = -1;
+		if (fd_set_cloexec(socket_fd, true) < 0)
+			die("--socket-fd %d: not an open fd", socket_fd);
+		r = conn_new(d, socket_fd);
+		if (r < 0)
+			die("--socket-fd %d: %s", socket_fd, strerror(-r));
+	} else {
+		d->listen_fd = listen_on(socket_path);
+		r = event_add_io(d->loop, d->listen_fd, EPOLLIN, on_accept, d, NULL);
+		if (r < 0)
+			die("cannot watch the socket: %s", strerror(-r));
+	}
+	log_info("%s mode, Landlock ABI %d, cgroup %s, %s%s",
+		 d->mode == LAUNCHERD_PRIVILEGED ? "privileged" : "user", d->landlock_abi,
+		 cgroup_kind_to_string(d->cgroup.kind), d->single ? "fd " : "",
+		 d->single ? "(single connection)" : socket_path);
+
+	r = event_loop_run(d->loop);
+	if (d->listen_fd >= 0) {
+		(void)unlink(socket_path);
+		safe_close(d->listen_fd);
+	}
+	return r < 0 ? 1 : 0;
+}

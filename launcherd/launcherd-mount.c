@@ -1,0 +1,606 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Building the sandbox's root.
+ *
+ * Everything below the new root is reached through fds: the root tmpfs is an fd from fsmount(),
+ * mount points are opened with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS) relative to it, and
+ * mounts are attached to those fds with move_mount(). A symlink planted inside a writable bind
+ * can therefore not redirect a later mount (a "deny" over /work/.git/hooks) outside the sandbox:
+ * any symlink on a target's path fails the spawn with ELOOP.
+ *
+ * Mount points are created only on tmpfs mounts launcherd made itself (the root and the plan's
+ * tmpfs entries). A missing target inside a bind mount is an error: launcherd never creates
+ * files or directories on the requester's filesystems (in privileged mode it would do so as root).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/openat2.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "launcherd/launcherd-apply.h"
+#include "launcherd/launcherd-mount.h"
+
+/* Where the root tmpfs is attached before pivot_root; hidden once the old root is detached. */
+#define ROOT_STAGING "/tmp"
+/* Holds the mount points, symlinks and directories of the plan; read-only once built. */
+#define ROOT_TMPFS_SIZE "4194304"
+#define EMPTY_FILE ".cordon-empty"
+
+struct root_builder {
+	int root_fd;
+	dev_t own_devs[PLAN_MOUNTS_MAX + 2]; /* tmpfs mounts we made: mount points may go there */
+	size_t n_own_devs;
+	bool empty_file;
+};
+
+static int openat2_beneath(int dirfd, const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static int set_attrs(int tree_fd, uint64_t attrs, bool recursive)
+{
+	struct mount_attr a = { .attr_set = attrs };
+
+	if (mount_setattr(tree_fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a,
+			  sizeof(a)) < 0)
+		return -errno;
+	return 0;
+}
+
+static int attach(int tree_fd, int mp_fd)
+{
+	if (move_mount(tree_fd, "", mp_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return -errno;
+	return 0;
+}
+
+static bool is_own(const struct root_builder *b, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return false;
+	for (size_t i = 0; i < b->n_own_devs; i++)
+		if (b->own_devs[i] == st.st_dev)
+			return true;
+	return false;
+}
+
+static void add_own(struct root_builder *b, int mount_fd)
+{
+	struct stat st;
+
+	if (b->n_own_devs < ELEMENTSOF(b->own_devs) && fstat(mount_fd, &st) == 0)
+		b->own_devs[b->n_own_devs++] = st.st_dev;
+}
+
+enum mp_kind {
+	MP_DIR,
+	MP_FILE,
+	MP_PARENT, /* create the parents only; return the parent and the last name */
+};
+
+/*
+ * Open (creating where allowed) the mount point for target, walking one component at a time
+ * from the root without following symlinks. Returns an O_PATH fd; for MP_PARENT the parent's.
+ */
+static int make_mountpoint(struct root_builder *b, const char *target, enum mp_kind kind,
+			   mode_t mode, const char **ret_last)
+{
+	_cleanup_close_ int dir = -1;
+	const char *c = target + 1;
+
+	dir = fcntl(b->root_fd, F_DUPFD_CLOEXEC, 3);
+	if (dir < 0)
+		return -errno;
+	for (;;) {
+		const char *slash = strchr(c, '/');
+		bool last = !slash;
+		char name[NAME_MAX + 1];
+		size_t n = last ? strlen(c) : (size_t)(slash - c);
+		int fd;
+
+		if (n > NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(name, c, n);
+		name[n] = '\0';
+		if (last && kind == MP_PARENT) {
+			if (ret_last)
+				*ret_last = c;
+			return TAKE_FD(dir);
+		}
+		fd = openat2_beneath(dir, name, O_PATH | (last && kind == MP_FILE ? 0 : O_DIRECTORY));
+		if (fd == -ENOENT) {
+			if (!is_own(b, dir))
+				return -ENOENT;
+			if (last && kind == MP_FILE) {
+				int f = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC |
+								  O_NOFOLLOW,
+					       0644);
+
+				if (f < 0)
+					return -errno;
+				safe_close(f);
+			} else if (mkdirat(dir, name, last ? mode : 0755) < 0)
+				return -errno;
+			fd = openat2_beneath(dir, name,
+					     O_PATH | (last && kind == MP_FILE ? 0 : O_DIRECTORY));
+		}
+		if (fd < 0)
+			return fd;
+		safe_close(dir);
+		dir = fd;
+		if (last)
+			return TAKE_FD(dir);
+		c = slash + 1;
+	}
+}
+
+/*
+ * A fresh filesystem as a detached mount: fsopen + fsconfig + fsmount. opts are key/value
+ * pairs, a NULL value meaning a flag.
+ */
+static int new_fs(const char *type, const char *const *opts, size_t n_opts, uint64_t attrs)
+{
+	_cleanup_close_ int fs = -1;
+	int m;
+
+	fs = fsopen(type, FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	for (size_t i = 0; i + 1 < n_opts; i += 2) {
+		int r = opts[i + 1] ? fsconfig(fs, FSCONFIG_SET_STRING, opts[i], opts[i + 1], 0)
+				    : fsconfig(fs, FSCONFIG_SET_FLAG, opts[i], NULL, 0);
+
+		if (r < 0)
+			return -errno;
+	}
+	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return -errno;
+	m = fsmount(fs, FSMOUNT_CLOEXEC, (unsigned)attrs);
+	return m < 0 ? -errno : m;
+}
+
+static int new_tmpfs(mode_t mode, uint64_t size, uint64_t attrs)
+{
+	char m[16], s[32];
+	const char *opts[] = { "mode", m, "size", s };
+
+	(void)snprintf(m, sizeof(m), "%04o", (unsigned)mode);
+	(void)snprintf(s, sizeof(s), "%llu", (unsigned long long)size);
+	return new_fs("tmpfs", opts, ELEMENTSOF(opts), attrs);
+}
+
+/* Detached clone of a path in our own mount namespace (fixed host paths such as /dev/null). */
+static int clone_path(int dirfd, const char *path, uint64_t attrs)
+{
+	_cleanup_close_ int t = -1;
+	int r;
+
+	t = open_tree(dirfd, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (t < 0)
+		return -errno;
+	r = set_attrs(t, attrs, false);
+	return r < 0 ? r : TAKE_FD(t);
+}
+
+static uint64_t bind_attrs(const struct plan_mount *m)
+{
+	return MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->read_only ? MOUNT_ATTR_RDONLY : 0);
+}
+
+int mount_prepare_binds(const struct plan *plan, const int *fds, int *tree_fds, int *ret_index)
+{
+	for (size_t i = 0; i < plan->n_mounts; i++) {
+		const struct plan_mount *m = &plan->mounts[i];
+		int t, r;
+
+		tree_fds[i] = -1;
+		if (m->type != PLAN_MOUNT_BIND)
+			continue;
+		t = open_tree(fds[m->source], "",
+			      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+		if (t < 0) {
+			/* EPERM: no CAP_SYS_ADMIN here (user mode). EINVAL: the source lies in
+			 * another mount namespace. Both: the child falls back. */
+			if (errno == EPERM || errno == EINVAL)
+				continue;
+			*ret_index = (int)i;
+			return -errno;
+		}
+		r = set_attrs(t, bind_attrs(m), true);
+		if (r < 0) {
+			safe_close(t);
+			*ret_index = (int)i;
+			return r;
+		}
+		tree_fds[i] = t;
+	}
+	return 0;
+}
+
+/*
+ * Fallback when the parent could not clone a bind source (user mode, or a source outside
+ * launcherd's mount namespace): our new mount namespace is a copy of launcherd's, so the fd's
+ * path names the same object here. Resolve it, and accept the result only if it is the very
+ * inode the requester opened (same st_dev and st_ino). The requester thereby exposes nothing it
+ * did not already hold an fd to. Runs before the root tmpfs is attached, so no path here can land
+ * in the sandbox's own tree.
+ */
+static int clone_bind_fallback(const struct plan_mount *m, int src)
+{
+	char proc[64], path[PATH_MAX];
+	_cleanup_close_ int fd = -1, t = -1;
+	struct stat a, b;
+	ssize_t n;
+	int r;
+
+	(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", src);
+	n = readlink(proc, path, sizeof(path) - 1);
+	if (n < 0)
+		return -errno;
+	path[n] = '\0';
+	if (path[0] != '/')
+		return -EXDEV; /* "anon_inode:…", "socket:[…]": not a path */
+	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &a) < 0 || fstat(src, &b) < 0)
+		return -errno;
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return -EXDEV;
+	t = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (t < 0)
+		return -errno;
+	r = set_attrs(t, bind_attrs(m), true);
+	return r < 0 ? r : TAKE_FD(t);
+}
+
+static int mount_bind(struct root_builder *b, const struct plan_mount *m, int tree)
+{
+	_cleanup_close_ int mp = -1;
+	struct stat st;
+
+	if (fstat(tree, &st) < 0)
+		return -errno;
+	mp = make_mountpoint(b, m->target, S_ISDIR(st.st_mode) ? MP_DIR : MP_FILE, 0755, NULL);
+	if (mp < 0)
+		return mp;
+	return attach(tree, mp);
+}
+
+static int mount_tmpfs(struct root_builder *b, const struct plan_mount *m)
+{
+	_cleanup_close_ int mp = -1, t = -1;
+	int r;
+
+	mp = make_mountpoint(b, m->target, MP_DIR, 0755, NULL);
+	if (mp < 0)
+		return mp;
+	t = new_tmpfs(m->mode, m->size_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (t < 0)
+		return t;
+	r = attach(t, mp);
+	if (r < 0)
+		return r;
+	add_own(b, t);
+	return 0;
+}
+
+static int mount_dir(struct root_builder *b, const struct plan_mount *m)
+{
+	_cleanup_close_ int parent = -1, d = -1;
+	const char *last;
+
+	parent = make_mountpoint(b, m->target, MP_PARENT, 0, &last);
+	if (parent < 0)
+		return parent;
+	if (!is_own(b, parent))
+		return -EROFS;
+	if (mkdirat(parent, last, m->mode) < 0 && errno != EEXIST)
+		return -errno;
+	d = openat2_beneath(parent, last, O_PATH | O_DIRECTORY);
+	if (d < 0)
+		return d;
+	/* Exact mode, whatever the umask; through /proc since fchmod refuses O_PATH fds. */
+	if (fchmodat(parent, last, m->mode, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+static int mount_symlink(struct root_builder *b, const struct plan_mount *m)
+{
+	_cleanup_close_ int parent = -1;
+	const char *last;
+
+	parent = make_mountpoint(b, m->target, MP_PARENT, 0, &last);
+	if (parent < 0)
+		return parent;
+	if (!is_own(b, parent))
+		return -EROFS;
+	return symlinkat(m->link, parent, last) < 0 ? -errno : 0;
+}
+
+/*
+ * proc for the sandbox's pid namespace. hidepid=invisible; and, as bubblewrap does, the few
+ * files through which a uid-0 process without capabilities could still change the host (its
+ * DAC checks pass) are covered by read-only binds of themselves.
+ */
+static int mount_proc(struct root_builder *b, const struct plan_mount *m)
+{
+	static const char *const ro[] = { "sys", "sysrq-trigger", "irq", "bus" };
+	static const char *const opts[] = { "hidepid", "invisible" };
+	_cleanup_close_ int mp = -1, t = -1;
+	int r;
+
+	mp = make_mountpoint(b, m->target, MP_DIR, 0555, NULL);
+	if (mp < 0)
+		return mp;
+	t = new_fs("proc", opts, ELEMENTSOF(opts),
+		   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	if (t < 0)
+		return t;
+	r = attach(t, mp);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
+		_cleanup_close_ int c = -1, target = -1;
+
+		c = open_tree(t, ro[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (c < 0) {
+			if (errno == ENOENT)
+				continue;
+			return -errno;
+		}
+		r = set_attrs(c, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					 MOUNT_ATTR_NOEXEC,
+			      false);
+		if (r < 0)
+			return r;
+		target = openat(t, ro[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (target < 0)
+			return -errno;
+		r = attach(c, target);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* A minimal /dev: a few nodes bound from the host, a private devpts, shm, and links. */
+static int mount_dev(struct root_builder *b, const struct plan_mount *m)
+{
+	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+	static const struct {
+		const char *name, *target;
+	} links[] = {
+		{ "ptmx", "pts/ptmx" },		  { "fd", "/proc/self/fd" },
+		{ "stdin", "/proc/self/fd/0" }, { "stdout", "/proc/self/fd/1" },
+		{ "stderr", "/proc/self/fd/2" },
+	};
+	static const char *const pts_opts[] = { "newinstance", NULL, "ptmxmode", "0666",
+						"mode", "0620" };
+	_cleanup_close_ int mp = -1, dev = -1, shm = -1, pts = -1;
+	int r;
+
+	mp = make_mountpoint(b, m->target, MP_DIR, 0755, NULL);
+	if (mp < 0)
+		return mp;
+	dev = new_tmpfs(0755, 1024 * 1024, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+	if (dev < 0)
+		return dev;
+	r = attach(dev, mp);
+	if (r < 0)
+		return r;
+
+	for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
+		_cleanup_close_ int src = -1, target = -1;
+		char host[32];
+		int f;
+
+		f = openat(dev, nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+		if (f < 0)
+			return -errno;
+		safe_close(f);
+		(void)snprintf(host, sizeof(host), "/dev/%s", nodes[i]);
+		src = clone_path(AT_FDCWD, host, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+		if (src < 0)
+			return src;
+		target = openat(dev, nodes[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (target < 0)
+			return -errno;
+		r = attach(src, target);
+		if (r < 0)
+			return r;
+	}
+
+	if (mkdirat(dev, "shm", 0755) < 0 || mkdirat(dev, "pts", 0755) < 0)
+		return -errno;
+	shm = new_tmpfs(01777, 64ULL * 1024 * 1024, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (shm < 0)
+		return shm;
+	{
+		_cleanup_close_ int t = openat(dev, "shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (t < 0)
+			return -errno;
+		r = attach(shm, t);
+		if (r < 0)
+			return r;
+	}
+	pts = new_fs("devpts", pts_opts, ELEMENTSOF(pts_opts),
+		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+	if (pts < 0)
+		return pts;
+	{
+		_cleanup_close_ int t = openat(dev, "pts", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (t < 0)
+			return -errno;
+		r = attach(pts, t);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(links); i++)
+		if (symlinkat(links[i].target, dev, links[i].name) < 0)
+			return -errno;
+	/* The nodes and links are final; shm and pts are separate mounts and stay writable. */
+	return set_attrs(dev, MOUNT_ATTR_RDONLY, false);
+}
+
+/* Hide what an earlier mount exposed: an empty read-only tmpfs over a directory, an empty
+ * read-only file over anything else. A missing target is fine. */
+static int mount_deny(struct root_builder *b, const struct plan_mount *m)
+{
+	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+			    MOUNT_ATTR_NOEXEC;
+	_cleanup_close_ int target = -1, t = -1;
+	struct stat st;
+
+	target = openat2_beneath(b->root_fd, m->target + 1, O_PATH | O_NOFOLLOW);
+	if (target == -ENOENT)
+		return 0;
+	if (target < 0)
+		return target;
+	if (fstat(target, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		t = new_tmpfs(0555, 4096, ro);
+	else {
+		if (!b->empty_file) {
+			int f = openat(b->root_fd, EMPTY_FILE,
+				       O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+
+			if (f < 0)
+				return -errno;
+			safe_close(f);
+			b->empty_file = true;
+		}
+		t = clone_path(b->root_fd, EMPTY_FILE, ro);
+	}
+	if (t < 0)
+		return t;
+	return attach(t, target);
+}
+
+int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, int *ret_step,
+		     int *ret_index, int *ret_root_fd)
+{
+	struct root_builder b = { .root_fd = -1 };
+	_cleanup_close_ int root = -1;
+	int r;
+
+	*ret_index = -1;
+
+	/* Nothing we mount may propagate back to the host (or in from it). */
+	*ret_step = STEP_MOUNT_PRIVATE;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+
+	/* Fallback clones of bind sources, while the host tree is still what paths resolve in. */
+	*ret_step = STEP_MOUNT;
+	for (size_t i = 0; i < plan->n_mounts; i++) {
+		const struct plan_mount *m = &plan->mounts[i];
+
+		if (m->type != PLAN_MOUNT_BIND || tree_fds[i] >= 0)
+			continue;
+		r = clone_bind_fallback(m, fds[m->source]);
+		if (r < 0 && !m->optional) {
+			*ret_index = (int)i;
+			return r;
+		}
+		tree_fds[i] = r;
+	}
+
+	*ret_step = STEP_ROOT;
+	root = new_tmpfs(0755, 4 * 1024 * 1024, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (root < 0)
+		return root;
+	if (move_mount(root, "", AT_FDCWD, ROOT_STAGING, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return -errno;
+	b.root_fd = root;
+	add_own(&b, root);
+
+	*ret_step = STEP_MOUNT;
+	for (size_t i = 0; i < plan->n_mounts; i++) {
+		const struct plan_mount *m = &plan->mounts[i];
+
+		*ret_index = (int)i;
+		switch (m->type) {
+		case PLAN_MOUNT_BIND:
+			if (tree_fds[i] < 0) /* optional, and unavailable */
+				continue;
+			r = mount_bind(&b, m, tree_fds[i]);
+			if (r < 0 && m->optional)
+				r = 0;
+			break;
+		case PLAN_MOUNT_TMPFS:
+			r = mount_tmpfs(&b, m);
+			break;
+		case PLAN_MOUNT_DIR:
+			r = mount_dir(&b, m);
+			break;
+		case PLAN_MOUNT_SYMLINK:
+			r = mount_symlink(&b, m);
+			break;
+		case PLAN_MOUNT_PROC:
+			r = mount_proc(&b, m);
+			break;
+		case PLAN_MOUNT_DEV:
+			r = mount_dev(&b, m);
+			break;
+		case PLAN_MOUNT_DENY:
+			r = mount_deny(&b, m);
+			break;
+		default:
+			r = -EINVAL;
+		}
+		if (r < 0)
+			return r;
+	}
+	*ret_index = -1;
+
+	*ret_step = STEP_ROOT;
+	if (b.empty_file && unlinkat(root, EMPTY_FILE, 0) < 0)
+		return -errno;
+	/* The root itself (mount points, links, dirs) is final: read-only, not recursively. */
+	r = set_attrs(root, MOUNT_ATTR_RDONLY, false);
+	if (r < 0)
+		return r;
+	*ret_root_fd = TAKE_FD(root);
+	return 0;
+}
+
+int mount_pivot_root(int root_fd)
+{
+	/* pivot_root(".", ".") stacks the old root on top of the new one; detaching the top mount
+	 * then leaves only the new root, without needing a directory to put the old root in. */
+	if (fchdir(root_fd) < 0)
+		return -errno;
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return -errno;
+	if (umount2(".", MNT_DETACH) < 0)
+		return -errno;
+	if (chdir("/") < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The sandbox's filesystem: a fresh tmpfs root built from the plan's mount list, then
+ * pivot_root. Bind sources arrive as O_PATH fds opened by the requester; launcherd mounts from
+ * those fds and never resolves a path on a user's behalf.
+ */
+#pragma once
+
+#include "launcherd/launcherd-plan.h"
+
+/*
+ * Parent side, before clone: clone each bind source's mount tree into a detached tree
+ * (open_tree(OPEN_TREE_CLONE|AT_RECURSIVE)) and set its flags (read-only, nosuid, nodev).
+ * tree_fds[i] is -1 for non-bind entries and where this is not possible (no CAP_SYS_ADMIN over
+ * our mount namespace — user mode — or a source outside our mount namespace); the child then
+ * falls back (see mount_build_root()). Returns -errno and *ret_index only for hard errors.
+ */
+int mount_prepare_binds(const struct plan *plan, const int *fds, int *tree_fds, int *ret_index);
+
+/*
+ * Child side, in its new mount namespace: make the tree private (STEP_MOUNT_PRIVATE), mount the
+ * root tmpfs (STEP_ROOT), apply the plan's mounts in order (STEP_MOUNT, *ret_index = entry) and
+ * remount the root read-only. On failure *ret_step says which step. tree_fds may be changed
+ * (fallback clones are stored there).
+ */
+int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, int *ret_step,
+		     int *ret_index, int *ret_root_fd);
+
+/* Child side: pivot_root into root_fd and detach the old root. */
+int mount_pivot_root(int root_fd);

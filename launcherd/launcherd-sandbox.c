@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Live sandboxes: start (parent side of the spawn), the child's status pipe, the pidfd, the
+ * timeout timer, kill, exit reports and cleanup. Everything is driven by the event loop, so the
+ * daemon never waits for a child that is still setting up.
+ *
+ * Life of a sandbox:
+ *   SETTING_UP  clone3 done; the status pipe resolves it: a record (step, errno) means the
+ *               set-up failed (reply "error"), EOF means exec succeeded (reply "spawned").
+ *   RUNNING     until the pidfd says the init exited; then "exit" is sent to the requester.
+ *   FAILED      set-up failed; reaped silently.
+ * In every case the cgroup is removed and the entry freed once the init is reaped. The init is
+ * pid 1 of its pid namespace: the kernel has killed and reaped every other process of the
+ * sandbox before its exit becomes visible to us.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/sched.h>
+
+#include "common/json-cleanup.h"
+#include "common/log.h"
+#include "common/system.h"
+#include "common/util.h"
+#include "launcherd/launcherd-apply.h"
+#include "launcherd/launcherd-mount.h"
+#include "launcherd/launcherd-plan.h"
+#include "launcherd/launcherd.h"
+
+#define CGROUP_RMDIR_RETRY_USEC (20 * 1000)
+#define CGROUP_RMDIR_TRIES 250
+
+static const char *strna(const char *s)
+{
+	return s ? s : "n/a";
+}
+
+enum sandbox_state {
+	SB_SETTING_UP,
+	SB_RUNNING,
+	SB_FAILED,
+};
+
+struct sandbox {
+	struct launcherd *d;
+	struct sandbox *next;
+	char id[24];
+	uid_t uid;
+	struct conn *conn; /* the requester; NULL once it disconnected */
+	int64_t seq;	   /* of the spawn request, for the reply */
+	enum sandbox_state state;
+	enum kill_reason kill_reason;
+	bool die_with_requester;
+	pid_t pid;
+	int pidfd;
+	int status_fd;
+	struct event_source *pidfd_src, *status_src, *timer_src;
+	struct sandbox_cgroup cgroup;
+	uint64_t pids_max, memory_max; /* counted against the per-user ceilings */
+	unsigned long long start_usec;
+};
+
+/* A cgroup whose directory could not be removed yet (a dying task still pinned it). */
+struct cgroup_reaper {
+	struct sandbox_cgroup cg;
+	struct event_source *timer;
+	unsigned tries;
+};
+
+static int reaper_retry(struct event_source *s, void *userdata)
+{
+	struct cgroup_reaper *cr = userdata;
+
+	if (sandbox_cgroup_remove(&cr->cg) == -EBUSY && ++cr->tries < CGROUP_RMDIR_TRIES)
+		return 0; /* periodic timer: try again */
+	if (cr->tries >= CGROUP_RMDIR_TRIES)
+		log_warning("cannot remove cgroup \"%s\": still busy", strna(cr->cg.paths[0]));
+	event_source_free(s);
+	sandbox_cgroup_done(&cr->cg);
+	free(cr);
+	return 0;
+}
+
+static void cgroup_cleanup(struct launcherd *d, struct sandbox_cgroup *cg)
+{
+	struct cgroup_reaper *cr;
+
+	if (sandbox_cgroup_remove(cg) != -EBUSY) {
+		sandbox_cgroup_done(cg);
+		return;
+	}
+	cr = calloc(1, sizeof(*cr));
+	if (!cr || event_add_timer(d->loop, CGROUP_RMDIR_RETRY_USEC, true, reaper_retry, cr,
+				   &cr->timer) < 0) {
+		log_warning("cannot schedule removal of cgroup \"%s\"", strna(cg->paths[0]));
+		free(cr);
+		sandbox_cgroup_done(cg);
+		return;
+	}
+	cr->cg = *cg;
+	sandbox_cgroup_init(cg);
+}
+
+static void sandbox_free(struct sandbox *s)
+{
+	struct launcherd *d = s->d;
+
+	for (struct sandbox **p = &d->sandboxes; *p; p = &(*p)->next)
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	d->n_sandboxes--;
+	event_source_free(s->pidfd_src);
+	event_source_free(s->status_src);
+	event_source_free(s->timer_src);
+	safe_close(s->pidfd);
+	safe_close(s->status_fd);
+	cgroup_cleanup(d, &s->cgroup);
+	free(s);
+	launcherd_maybe_exit(d);
+}
+
+struct sandbox *sandbox_find(struct launcherd *d, const char *id, uid_t uid)
+{
+	for (struct sandbox *s = d->sandboxes; s; s = s->next)
+		/* Another user's sandbox is reported as absent: no existence oracle. */
+		if (s->uid == uid && streq(s->id, id) && s->state != SB_FAILED)
+			return s;
+	return NULL;
+}
+
+void sandbox_usage(struct launcherd *d, uid_t uid, unsigned *ret_count, uint64_t *ret_pids,
+		   uint64_t *ret_memory)
+{
+	*ret_count = 0;
+	*ret_pids = *ret_memory = 0;
+	for (struct sandbox *s = d->sandboxes; s; s = s->next)
+		if (s->uid == uid) {
+			(*ret_count)++;
+			*ret_pids += s->pids_max;
+			*ret_memory += s->memory_max;
+		}
+}
+
+int sandbox_signal(struct sandbox *s, int sig, enum kill_reason reason)
+{
+	if (sig == SIGKILL) {
+		if (s->kill_reason == KILL_NONE)
+			s->kill_reason = reason;
+		(void)sandbox_cgroup_kill(&s->cgroup);
+	}
+	/* Why this is safe: the pidfd names exactly the process we cloned; it cannot have been
+	 * recycled into another user's process. */
+	if (syscall(SYS_pidfd_send_signal, s->pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
+		return -errno;
+	return 0;
+}
+
+static void send_spawned(struct sandbox *s)
+{
+	_cleanup_json_ json_t *m = NULL;
+
+	if (!s->conn)
+		return;
+	m = json_pack("{s:s,s:I,s:s,s:i}", "type", "spawned", "seq", (json_int_t)s->seq,
+		      "sandbox", s->id, "pid", (int)s->pid);
+	if (!m || conn_send(s->conn, m, &s->pidfd, 1) < 0)
+		log_debug("cannot send spawned for %s", s->id);
+}
+
+static void send_setup_error(struct sandbox *s, const struct apply_status *st)
+{
+	const char *step = apply_step_to_string((enum apply_step)st->step);
+	char field[64] = "";
+
+	if (!s->conn)
+		return;
+	if (st->step == STEP_MOUNT && st->index >= 0)
+		(void)snprintf(field, sizeof(field), "plan.mounts[%d]", st->index);
+	else if (st->step == STEP_LANDLOCK && st->index >= 0)
+		(void)snprintf(field, sizeof(field), "plan.landlock.fs[%d]", st->index);
+	else if (st->step == STEP_RLIMIT && st->index >= 0)
+		(void)snprintf(field, sizeof(field), "plan.rlimits");
+	else if (st->step == STEP_SECCOMP && st->index >= 0)
+		(void)snprintf(field, sizeof(field), "plan.seccomp.program");
+	else if (st->step == STEP_CWD)
+		(void)snprintf(field, sizeof(field), "plan.cwd");
+	else if (st->step == STEP_EXEC)
+		(void)snprintf(field, sizeof(field), "plan.argv[0]");
+
+	if (st->step == STEP_EXEC)
+		(void)conn_send_error(s->conn, s->seq, "exec-failed", st->error, field, step,
+				      "cannot execute \"%s\": %s", "argv[0]", strerror(st->error));
+	else
+		(void)conn_send_error(s->conn, s->seq, "setup-failed", st->error, field, step,
+				      "sandbox set-up failed at step \"%s\"%s%s: %s", step,
+				      *field ? " for " : "", field, strerror(st->error));
+}
+
+/* Resolve the status pipe: 1 when resolved (reply sent), 0 when nothing to read yet. */
+static int status_resolve(struct sandbox *s)
+{
+	struct apply_status st;
+	ssize_t n;
+
+	do
+		n = read(s->status_fd, &st, sizeof(st));
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return 0;
+
+	event_source_free(s->status_src);
+	s->status_src = NULL;
+	s->status_fd = safe_close(s->status_fd);
+
+	if (n == (ssize_t)sizeof(st)) {
+		s->state = SB_FAILED;
+		send_setup_error(s, &st);
+		return 1;
+	}
+	if (n != 0) {
+		/* A short record or a read error: the child died mid-report. */
+		struct apply_status unknown = { .step = STEP_CLONE, .error = EIO, .index = -1 };
+
+		s->state = SB_FAILED;
+		send_setup_error(s, &unknown);
+		return 1;
+	}
+	/* EOF: the close-on-exec write end went away at execve. */
+	s->state = SB_RUNNING;
+	send_spawned(s);
+	return 1;
+}
+
+static int on_status(struct event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct sandbox *s = userdata;
+
+	if (s->state == SB_SETTING_UP)
+		(void)status_resolve(s);
+	return 0;
+}
+
+static void send_exit(struct sandbox *s, const siginfo_t *si)
+{
+	_cleanup_json_ json_t *m = NULL;
+	const char *reason;
+	bool pids_hit, oom;
+	int code = 0, sig = 0;
+
+	sandbox_cgroup_limits_hit(&s->cgroup, &pids_hit, &oom);
+	if (si->si_code == CLD_EXITED)
+		code = si->si_status;
+	else
+		sig = si->si_status;
+
+	if (s->kill_reason == KILL_TIMEOUT)
+		reason = "timeout";
+	else if (s->kill_reason != KILL_NONE)
+		reason = "killed";
+	else if (sig == SIGKILL && oom)
+		reason = "memory";
+	else
+		reason = sig ? "signaled" : "exited";
+
+	if (!s->conn)
+		return;
+	m = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "type", "exit", "sandbox",
+		      s->id, "pid", (int)s->pid, "exitCode", code, "signal", sig, "reason", reason,
+		      "durationUsec", (json_int_t)(now_usec() - s->start_usec), "limits", "pids",
+		      pids_hit, "memory", oom);
+	if (!m || conn_send(s->conn, m, NULL, 0) < 0)
+		log_debug("cannot send exit for %s", s->id);
+}
+
+static int on_pidfd(struct event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct sandbox *s = userdata;
+	siginfo_t si = { 0 };
+
+	if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) < 0) {
+		if (errno == EINTR)
+			return 0;
+		log_warning_errno(errno, "waitid on sandbox %s: %m", s->id);
+	} else if (si.si_pid == 0)
+		return 0; /* not yet */
+
+	/* The child is gone, so its end of the status pipe is closed: this cannot block. */
+	if (s->state == SB_SETTING_UP)
+		(void)status_resolve(s);
+	if (s->state == SB_RUNNING)
+		send_exit(s, &si);
+	sandbox_free(s);
+	return 0;
+}
+
+static int on_timeout(struct event_source *src, void *userdata)
+{
+	struct sandbox *s = userdata;
+
+	(void)sandbox_signal(s, SIGKILL, KILL_TIMEOUT);
+	return 0;
+}
+
+void sandbox_detach_conn(struct launcherd *d, struct conn *c)
+{
+	for (struct sandbox *s = d->sandboxes; s; s = s->next) {
+		if (s->conn != c)
+			continue;
+		/* A sandbox still setting up has nobody to report to: always killed. */
+		if (s->die_with_requester || s->state == SB_SETTING_UP || d->single)
+			(void)sandbox_signal(s, SIGKILL, KILL_REQUEST);
+		s->conn = NULL;
+	}
+}
+
+void sandbox_kill_all(struct launcherd *d)
+{
+	for (struct sandbox *s = d->sandboxes; s; s = s->next)
+		(void)sandbox_signal(s, SIGKILL, KILL_SHUTDOWN);
+}
+
+static void make_id(char *buf, size_t size)
+{
+	uint64_t r = 0;
+
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		r = now_nsec() ^ ((uint64_t)getpid() << 32);
+	(void)snprintf(buf, size, "sb-%016llx", (unsigned long long)r);
+}
+
+/* The user's supplementary groups are looked up once per connection (launcherd-dispatch.c). */
+int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds, size_t n_fds,
+		  struct seccomp_program *plan_filter, const char **reterr_step)
+{
+	struct launcherd *d = c->d;
+	_cleanup_free_ struct sandbox *s = NULL;
+	_cleanup_free_ int *tree_fds = NULL;
+	struct apply_context ctx;
+	struct clone_args args;
+	int status[2] = { -1, -1 }, pidfd = -1, index = -1, r;
+	long pid;
+
+	*reterr_step = apply_step_to_string(STEP_CLONE);
+	s = calloc(1, sizeof(*s));
+	tree_fds = calloc(plan->n_mounts + 1, sizeof(int));
+	if (!s || !tree_fds)
+		return -ENOMEM;
+	for (size_t i = 0; i < plan->n_mounts; i++)
+		tree_fds[i] = -1;
+	s->d = d;
+	s->conn = c;
+	s->seq = seq;
+	s->uid = c->peer.uid;
+	s->pidfd = s->status_fd = -1;
+	s->die_with_requester = plan->die_with_requester;
+	s->pids_max = plan->pids_max;
+	s->memory_max = plan->memory_max;
+	sandbox_cgroup_init(&s->cgroup);
+	make_id(s->id, sizeof(s->id));
+
+	if (plan->pids_max || plan->memory_max) {
+		if (d->cgroup.kind != CGROUP_NONE) {
+			*reterr_step = apply_step_to_string(STEP_CGROUP);
+			r = sandbox_cgroup_create(&d->cgroup, s->id, plan->pids_max,
+						  plan->memory_max, &s->cgroup);
+			if (r < 0)
+				goto fail;
+		}
+	}
+
+	*reterr_step = apply_step_to_string(STEP_MOUNT);
+	r = mount_prepare_binds(plan, fds, tree_fds, &index);
+	if (r < 0)
+		goto fail;
+
+	*reterr_step = apply_step_to_string(STEP_CLONE);
+	if (pipe2(status, O_CLOEXEC) < 0) {
+		r = -errno;
+		goto fail;
+	}
+
+	ctx = (struct apply_context){
+		.plan = plan,
+		.fds = fds,
+		.tree_fds = tree_fds,
+		.devnull_fd = d->devnull_fd,
+		.status_fd = status[1],
+		.userns = d->mode == LAUNCHERD_USER,
+		.uid = c->peer.uid,
+		.gid = c->peer.gid,
+		.groups = c->groups,
+		.n_groups = c->n_groups,
+		.cgroup = &s->cgroup,
+		.nproc_limit = d->cgroup.kind == CGROUP_NONE ? plan->pids_max : 0,
+		.landlock_abi = d->landlock_abi,
+		.floor = plan->seccomp_kill ? &d->floor_kill : &d->floor_errno,
+		.plan_filter = plan_filter->insns ? plan_filter : NULL,
+	};
+	args = (struct clone_args){
+		.flags = apply_clone_flags(&ctx) | CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)&pidfd,
+		.exit_signal = SIGCHLD,
+	};
+	/* Why this is safe: the child runs only launcherd_apply(), which ends in execve() or
+	 * _exit(); it holds our fds only until exec (all close-on-exec). */
+	pid = syscall(SYS_clone3, &args, sizeof(args));
+	if (pid == 0)
+		launcherd_apply(&ctx);
+	if (pid < 0) {
+		r = -errno;
+		goto fail;
+	}
+
+	/* Parent. The child has its copies; ours go now, so the pipe's EOF is the child's exec. */
+	status[1] = safe_close(status[1]);
+	for (size_t i = 0; i < plan->n_mounts; i++)
+		safe_close(tree_fds[i]);
+	s->pid = (pid_t)pid;
+	s->pidfd = pidfd;
+	s->status_fd = TAKE_FD(status[0]);
+	s->start_usec = now_usec();
+	(void)fd_set_nonblock(s->status_fd, true);
+
+	r = event_add_io(d->loop, s->status_fd, EPOLLIN, on_status, s, &s->status_src);
+	if (r >= 0)
+		r = event_add_io(d->loop, s->pidfd, EPOLLIN, on_pidfd, s, &s->pidfd_src);
+	if (r >= 0 && plan->timeout_ms)
+		r = event_add_timer(d->loop, plan->timeout_ms * 1000, false, on_timeout, s,
+				    &s->timer_src);
+	if (r < 0) {
+		/* Cannot supervise it: kill and reap it here rather than leave it running. */
+		(void)syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+		(void)waitid(P_PIDFD, (id_t)s->pidfd, &(siginfo_t){ 0 }, WEXITED);
+		event_source_free(s->status_src);
+		event_source_free(s->pidfd_src);
+		event_source_free(s->timer_src);
+		safe_close(s->pidfd);
+		safe_close(s->status_fd);
+		cgroup_cleanup(d, &s->cgroup);
+		return r;
+	}
+	s->next = d->sandboxes;
+	d->sandboxes = s;
+	d->n_sandboxes++;
+	TAKE_PTR(s);
+	return 0;
+
+fail:
+	safe_close(status[0]);
+	safe_close(status[1]);
+	for (size_t i = 0; i < plan->n_mounts; i++)
+		safe_close(tree_fds[i]);
+	cgroup_cleanup(d, &s->cgroup);
+	return r;
+}

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The seccomp floor: what no sandbox may do, whatever its plan says. Default action ALLOW (the
+ * plan's own filter, stacked on top, is the allow-list); every rule below is a denial.
+ *
+ * Why each rule exists:
+ *   - namespaces: unshare/clone with CLONE_NEW*, setns, clone3 (its flags sit in memory that
+ *     seccomp cannot read, so it gets ENOSYS and libc falls back to clone, which we can check).
+ *     A new user namespace would hand the sandbox a full capability set over new namespaces,
+ *     the largest kernel attack surface an unprivileged process can reach.
+ *   - the mount family: the sandbox's mount table is final once launcherd built it.
+ *   - kexec, modules, bpf, perf_event_open, userfaultfd, keyctl/add_key/request_key,
+ *     io_uring_*: kernel surface with a history of exploits and no use in a sandbox (io_uring also
+ *     bypasses seccomp for the operations it performs).
+ *   - personality(): only PER_LINUX (ADDR_NO_RANDOMIZE and friends weaken ASLR; other
+ *     personalities reach little-used compat code).
+ *   - ioctl TIOCSTI / TIOCLINUX: typing into a terminal the sandbox shares with its caller.
+ *   - socket(): AF_PACKET, SOCK_RAW / SOCK_PACKET, and netlink other than NETLINK_ROUTE (which
+ *     libc's getaddrinfo uses to list local addresses; in the sandbox's own netns it only sees
+ *     loopback). A plan can deny NETLINK_ROUTE too.
+ *   - other architectures: x32 and i386 system call numbers get the bad-arch action (kill).
+ * ptrace, process_vm_* and pidfd_* are not listed: they name processes by pid, and the pid
+ * namespace leaves nothing outside the sandbox to name.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/netlink.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+
+#include "common/cleanup.h"
+#include "common/system.h"
+#include "launcherd/launcherd-seccomp.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+#ifndef TIOCSTI
+#define TIOCSTI 0x5412
+#endif
+#ifndef TIOCLINUX
+#define TIOCLINUX 0x541C
+#endif
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(scmp_filter_ctx, seccomp_release);
+
+/* Namespace flags that clone() and unshare() must not carry. CLONE_NEWTIME (0x80) overlaps the
+ * exit-signal byte of clone(), so it is checked for unshare() only. */
+static const unsigned long ns_flags[] = {
+	CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+	CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET,
+};
+
+/* Denied outright. Raw numbers so that a libseccomp older than the kernel still compiles. */
+static const int denied_syscalls[] = {
+	SYS_setns,
+	SYS_mount,
+	SYS_umount2,
+	SYS_pivot_root,
+	SYS_chroot,
+	SYS_open_tree,
+	SYS_move_mount,
+	SYS_fsopen,
+	SYS_fsconfig,
+	SYS_fsmount,
+	SYS_fspick,
+	442, /* mount_setattr */
+	SYS_kexec_load,
+	SYS_kexec_file_load,
+	SYS_init_module,
+	SYS_finit_module,
+	SYS_delete_module,
+	SYS_bpf,
+	SYS_perf_event_open,
+	SYS_userfaultfd,
+	SYS_keyctl,
+	SYS_add_key,
+	SYS_request_key,
+	SYS_io_uring_setup,
+	SYS_io_uring_enter,
+	SYS_io_uring_register,
+	SYS_acct,
+	SYS_swapon,
+	SYS_swapoff,
+	SYS_reboot,
+};
+
+static int add_rules(scmp_filter_ctx ctx, uint32_t deny)
+{
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(denied_syscalls); i++) {
+		r = seccomp_rule_add(ctx, deny, denied_syscalls[i], 0);
+		if (r < 0)
+			return r;
+	}
+
+	for (size_t i = 0; i < ELEMENTSOF(ns_flags); i++) {
+		r = seccomp_rule_add(ctx, deny, SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+		if (r < 0)
+			return r;
+		r = seccomp_rule_add(ctx, deny, SCMP_SYS(unshare), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+		if (r < 0)
+			return r;
+	}
+	r = seccomp_rule_add(ctx, deny, SCMP_SYS(unshare), 1,
+			     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWTIME, CLONE_NEWTIME));
+	if (r < 0)
+		return r;
+	/* Not a denial: "use clone()". Same answer in kill mode, or libc could not fork at all. */
+	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	if (r < 0)
+		return r;
+
+	/* personality(): PER_LINUX only. libseccomp cannot test one argument twice in a rule, so
+	 * "neither 0 nor the 0xffffffff query" is not expressible: the query is refused too. */
+	r = seccomp_rule_add(ctx, deny, SCMP_SYS(personality), 1, SCMP_A0(SCMP_CMP_NE, 0));
+	if (r < 0)
+		return r;
+
+	/* ioctl's request is an unsigned int: compare the low 32 bits only. */
+	r = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1,
+			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, TIOCSTI));
+	if (r < 0)
+		return r;
+	r = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1,
+			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, TIOCLINUX));
+	if (r < 0)
+		return r;
+
+	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
+	if (r < 0)
+		return r;
+	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+			     SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
+	if (r < 0)
+		return r;
+	/* The socket type's low 4 bits (SOCK_TYPE_MASK) carry the type; the rest are flags. */
+	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+	if (r < 0)
+		return r;
+	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1,
+			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET));
+	if (r < 0)
+		return r;
+	return 0;
+}
+
+static int floor_ctx(bool kill, scmp_filter_ctx *ret)
+{
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+	uint32_t deny = kill ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_ERRNO(EPERM);
+	int r;
+
+	ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return -ENOMEM;
+	/* Only the native architecture: i386 and x32 numbers take the bad-arch action. */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	if (r < 0)
+		return r;
+	/* launcherd sets no-new-privs itself, at its place in the apply order. */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	if (r < 0)
+		return r;
+	/* Binary tree over syscall numbers: a short path for the common (allowed) case. */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+	if (r < 0)
+		return r;
+	r = add_rules(ctx, deny);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(ctx);
+	return 0;
+}
+
+int seccomp_floor_compile(bool kill, struct seccomp_program *ret)
+{
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	r = floor_ctx(kill, &ctx);
+	if (r < 0)
+		return r;
+	/* libseccomp 2.5 exports to an fd only: go through a memfd and keep the bytes. */
+	fd = memfd_create("cordon-floor", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = seccomp_export_bpf(ctx, fd);
+	if (r < 0)
+		return r;
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	return seccomp_program_read(fd, ret);
+}
+
+int seccomp_floor_export_pfc(bool kill, int fd)
+{
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+	int r;
+
+	r = floor_ctx(kill, &ctx);
+	if (r < 0)
+		return r;
+	return seccomp_export_pfc(ctx, fd);
+}
+
+int seccomp_program_read(int fd, struct seccomp_program *ret)
+{
+	_cleanup_free_ struct sock_filter *insns = NULL;
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if (st.st_size <= 0 || st.st_size % (off_t)sizeof(struct sock_filter) != 0 ||
+	    st.st_size > (off_t)(SECCOMP_PROGRAM_MAX_INSNS * sizeof(struct sock_filter)))
+		return -EINVAL;
+	insns = malloc((size_t)st.st_size);
+	if (!insns)
+		return -ENOMEM;
+	/* pread: the requester's file offset is not ours to move. */
+	n = pread(fd, insns, (size_t)st.st_size, 0);
+	if (n < 0)
+		return -errno;
+	if (n != st.st_size)
+		return -EINVAL;
+	ret->insns = TAKE_PTR(insns);
+	ret->len = (size_t)st.st_size / sizeof(struct sock_filter);
+	return 0;
+}
+
+int seccomp_program_load(const struct seccomp_program *p)
+{
+	struct sock_fprog prog = { .len = (unsigned short)p->len, .filter = p->insns };
+
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return -errno;
+	return 0;
+}
+
+void seccomp_program_done(struct seccomp_program *p)
+{
+	free(p->insns);
+	p->insns = NULL;
+	p->len = 0;
+}

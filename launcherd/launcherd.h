@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cordon-launcherd: shared daemon state. One process, one thread, one epoll loop
+ * (common/event.h). Connections (launcherd-dispatch.c) carry requests; sandboxes
+ * (launcherd-sandbox.c) are the live children, each with its pidfd and status pipe in the loop.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "common/event.h"
+#include "launcherd/launcherd-cgroup.h"
+#include "launcherd/launcherd-floor.h"
+#include "launcherd/launcherd-seccomp.h"
+
+#define LAUNCHERD_PROTOCOL_VERSION 1
+#define LAUNCHERD_DEFAULT_SOCKET CORDON_RUNSTATEDIR "/cordon/launcherd.sock"
+#define LAUNCHERD_DEFAULT_FLOOR CORDON_SYSCONFDIR "/cordon/launcherd.json"
+
+enum launcherd_mode {
+	LAUNCHERD_PRIVILEGED, /* holds capabilities; switches to the caller's uid/gid/groups */
+	LAUNCHERD_USER,	      /* runs as the user; plans applied inside a new user namespace */
+};
+
+struct conn;
+struct sandbox;
+
+struct launcherd {
+	enum launcherd_mode mode;
+	struct event_loop *loop;
+	int listen_fd;	/* -1 in --socket-fd mode */
+	bool single;	/* --socket-fd: exit when that connection and its sandboxes are gone */
+	bool stopping;	/* SIGTERM: no new connections, kill everything, exit when reaped */
+	int devnull_fd; /* stdio the plan leaves out */
+
+	struct floor floor;
+	struct cgroup_setup cgroup;
+	int landlock_abi;
+	struct seccomp_program floor_errno; /* compiled once at start (launcherd-seccomp.c) */
+	struct seccomp_program floor_kill;
+
+	struct conn *conns;
+	struct sandbox *sandboxes;
+	unsigned n_sandboxes;
+};
+
+/* --- launcherd-dispatch.c: connections and the request table ------------------------------ */
+
+enum conn_state {
+	CONN_NEW,   /* only "hello" */
+	CONN_READY, /* "spawn", "kill" */
+};
+
+struct conn {
+	struct launcherd *d;
+	struct conn *next;
+	int fd;
+	struct event_source *src;
+	enum conn_state state;
+	unsigned oneshot_seen; /* bit per LAUNCHER_REQ_* that may come once */
+	struct ucred peer;     /* SO_PEERCRED: the only identity launcherd trusts */
+	gid_t *groups;	       /* the peer user's supplementary groups (system database) */
+	size_t n_groups;
+	struct out_msg *outq; /* replies waiting for the socket to drain */
+	struct out_msg **outq_tail;
+	bool closing;
+};
+
+int conn_new(struct launcherd *d, int fd);
+void conn_close(struct conn *c);
+/* Send a message (fds are duplicated when it has to wait). Never blocks. */
+int conn_send(struct conn *c, json_t *msg, const int *fds, size_t n_fds);
+int conn_send_error(struct conn *c, int64_t seq, const char *code, int error, const char *field,
+		    const char *step, const char *fmt, ...) _printf_(7, 8);
+
+/* --- launcherd-sandbox.c: live sandboxes --------------------------------------------------- */
+
+enum kill_reason {
+	KILL_NONE,
+	KILL_REQUEST,	/* a kill request, or the requester disconnected */
+	KILL_TIMEOUT,	/* the plan's timeoutMs */
+	KILL_SHUTDOWN,	/* launcherd is stopping */
+};
+
+struct plan;
+/*
+ * Start a sandbox for c's peer from a validated plan. fds are the message's fds, still owned by
+ * the caller. On success the reply (spawned or error) is sent later, when the child's status
+ * pipe resolves. Errors before clone are answered by the caller from *reterr_step/-errno.
+ */
+int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds, size_t n_fds,
+		  struct seccomp_program *plan_filter, const char **reterr_step);
+struct sandbox *sandbox_find(struct launcherd *d, const char *id, uid_t uid);
+int sandbox_signal(struct sandbox *s, int sig, enum kill_reason reason);
+/* The connection went away: kill the sandboxes that asked for it, detach the others. */
+void sandbox_detach_conn(struct launcherd *d, struct conn *c);
+void sandbox_kill_all(struct launcherd *d);
+/* Per-uid totals of live sandboxes, for the floor's ceilings. */
+void sandbox_usage(struct launcherd *d, uid_t uid, unsigned *ret_count, uint64_t *ret_pids,
+		   uint64_t *ret_memory);
+/* Called when the last sandbox is gone (single mode / shutdown). */
+void launcherd_maybe_exit(struct launcherd *d);

@@ -1,0 +1,36 @@
+## policy/: the policy format (parse, validate, defaults, narrow, explain; jansson only, so the CLI
+## can check and explain a policy without libseccomp) and its compiler into launcher spawn plans
+## (compile, dump; libseccomp), used by the controller.
+noinst_LIBRARIES += libpolicy.a libpolicy_compile.a
+libpolicy_a_SOURCES = \
+	%reldir%/policy-model.c %reldir%/policy-model.h \
+	%reldir%/policy-syscalls.c %reldir%/policy-syscalls.h \
+	%reldir%/policy-default.c %reldir%/policy-default.h \
+	%reldir%/policy-parse.c %reldir%/policy-parse.h \
+	%reldir%/policy-narrow.c %reldir%/policy-narrow.h
+libpolicy_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+
+libpolicy_compile_a_SOURCES = \
+	%reldir%/policy-seccomp.c %reldir%/policy-seccomp.h \
+	%reldir%/policy-compile.c %reldir%/policy-compile.h \
+	%reldir%/policy-dump.c %reldir%/policy-dump.h
+libpolicy_compile_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSECCOMP_CFLAGS)
+
+POLICY_TESTS_LIBS = libtap.a libpolicy.a libipc.a libcommon.a $(JANSSON_LIBS)
+POLICY_COMPILE_TESTS_LIBS = libtap.a libpolicy_compile.a libpolicy.a libipc.a libcommon.a \
+	$(LIBSECCOMP_LIBS) $(JANSSON_LIBS)
+POLICY_TESTS_CF = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+
+policy_unit_tests = \
+	tests/unit/test-policy-parse \
+	tests/unit/test-policy-compile
+check_PROGRAMS += $(policy_unit_tests)
+TESTS += $(policy_unit_tests)
+
+tests_unit_test_policy_parse_SOURCES = tests/unit/test-policy-parse.c
+tests_unit_test_policy_parse_LDADD = $(POLICY_TESTS_LIBS)
+tests_unit_test_policy_parse_CFLAGS = $(POLICY_TESTS_CF)
+
+tests_unit_test_policy_compile_SOURCES = tests/unit/test-policy-compile.c
+tests_unit_test_policy_compile_LDADD = $(POLICY_COMPILE_TESTS_LIBS)
+tests_unit_test_policy_compile_CFLAGS = $(POLICY_TESTS_CF)

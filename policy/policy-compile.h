@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Compiling a policy into a launcher spawn plan (docs/PROTOCOL.md §1.3) for one caller on one
+ * host. Runs in the controller, as the user: every bind source is opened here (O_PATH) so a
+ * user can expose only what the user can open; the seccomp program is built here with
+ * libseccomp. launcherd gets the plan and the fds, never the policy.
+ *
+ * A rule the host (the launcher's hello reply) cannot enforce fails the compile with the rule
+ * named, unless the policy lists it in "optional"; then it is left out of the plan and listed in
+ * compiled_plan.unenforced.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ipc/ipc-json.h"
+#include "policy/policy-model.h"
+
+#define PLAN_MOUNTS_MAX 256
+#define PLAN_TMP_SIZE_BYTES (256ULL * 1024 * 1024)
+#define PLAN_HOME_SIZE_BYTES (256ULL * 1024 * 1024)
+#define PLAN_PROXY_PORT 3128
+
+struct compiled_plan {
+	json_t *plan; /* the "plan" object of a spawn request; "stdio" is the caller's */
+	int *fds;     /* owned; the plan names them by index */
+	char **fd_what; /* per fd: the host path opened, or "seccomp" */
+	size_t n_fds;
+	size_t n_alloc;
+	uint64_t max_output_bytes; /* enforced by the controller, not in the plan */
+	char *seccomp_key;         /* the syscall spec (policy_syscall_spec_key()), NULL if none */
+	char **unenforced;         /* optional rules left out on this host */
+	char **skipped;            /* absent paths left out (default system dirs, optional paths) */
+};
+
+struct compiled_plan *compiled_plan_free(struct compiled_plan *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct compiled_plan *, compiled_plan_free);
+#define _cleanup_compiled_plan_ _cleanup_(compiled_plan_freep)
+
+/*
+ * Hand fd to the plan (also on failure: it is closed then) and return its index, for the fds
+ * the caller adds after the compiler's (e.g. plan.stdio). what describes it for dumps.
+ */
+int compiled_plan_add_fd(struct compiled_plan *p, int fd, const char *what);
+
+int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
+		   struct compiled_plan **ret, struct field_error *err);

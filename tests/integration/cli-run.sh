@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# cordon run / exec end to end, from nothing: the first call starts the controller (the
+# embedded default), which starts its own launcher; then the everyday paths and their limits.
+. "${top_srcdir:?}/tests/integration/cli-lib.sh"
+
+[ -x "$CORDON" ] || skip_all "cordon not built"
+plan 25
+
+work="$TEST_TMP/work"
+mkdir -p "$work"
+cd "$work" || exit 1
+echo "hello" >"$work/in.txt"
+
+# 1. The embedded default from nothing: no controller is running yet.
+[ -z "$(controller_pid 2>/dev/null)" ]
+ok $? "no controller before the first call"
+out=$("$CORDON" run -- /bin/echo sandboxed 2>&1)
+is "sandboxed" "$out" "run prints the command's output"
+pid=$(controller_pid)
+[ -n "$pid" ] && kill -0 "$pid"
+ok $? "the first call started a controller ($pid)"
+
+# 2. Exit codes pass through; signals map to 128+N.
+"$CORDON" run -- /bin/sh -c 'exit 7'
+is 7 $? "the command's exit code is cordon's"
+"$CORDON" run -- /bin/sh -c 'kill -TERM $$'
+is 143 $? "a command killed by SIGTERM exits 128+15"
+"$CORDON" run -- /nonexistent/program 2>/dev/null
+is 127 $? "a missing program exits 127"
+
+# 3. The default policy: workspace read-write, system read-only, secrets and network absent.
+"$CORDON" run -- /bin/sh -c 'echo written >out.txt'
+is "written" "$(cat "$work/out.txt" 2>/dev/null)" "the workspace (cwd) is writable by default"
+"$CORDON" run -- /bin/sh -c 'cat /etc/shadow' >/dev/null 2>&1
+ok $(($? == 0)) "/etc/shadow cannot be read"
+"$CORDON" run -- /bin/sh -c 'echo x >/usr/cordon-probe' 2>/dev/null
+ok $(($? == 0)) "/usr is read-only"
+[ ! -e /usr/cordon-probe ]
+ok $? "nothing was written to the host's /usr"
+"$CORDON" run -- /bin/sh -c 'ls "$HOME" | wc -l' >"$TEST_TMP/home.txt" 2>&1
+is "0" "$(tr -d ' ' <"$TEST_TMP/home.txt")" "\$HOME is empty"
+SECRET_TOKEN=hunter2 "$CORDON" run -- /usr/bin/env >"$TEST_TMP/env.txt" 2>&1
+! grep -q hunter2 "$TEST_TMP/env.txt"
+ok $? "the caller's environment secrets do not pass"
+# A listener on the host's loopback that the sandbox must not reach.
+python3 -c 'import socket,sys,time
+s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(8)
+print(s.getsockname()[1], flush=True); time.sleep(60)' >"$TEST_TMP/port" &
+listener=$!
+for _ in $(seq 50); do [ -s "$TEST_TMP/port" ] && break; sleep 0.1; done
+port=$(cat "$TEST_TMP/port")
+bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
+ok $? "the host listener on 127.0.0.1:$port is reachable outside the sandbox"
+"$CORDON" run -- /bin/bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
+ok $(($? == 0)) "no network by default: the host listener is unreachable"
+kill "$listener" 2>/dev/null
+
+# 4. Read-only workspace.
+"$CORDON" run --workspace "$work:ro" -- /bin/sh -c 'echo x >ro.txt' 2>/dev/null
+ok $(($? == 0)) "a read-only workspace refuses writes"
+[ ! -e "$work/ro.txt" ]
+ok $? "nothing appeared in the read-only workspace"
+
+# 5. exec captures output, caps it, and keeps draining so the writer never blocks.
+res=$("$CORDON" --json exec --max-output 1M -- /bin/sh -c 'head -c 52428800 /dev/zero | tr "\0" a; echo done >&2; exit 3')
+is 3 $? "exec exits with the command's code after 50 MiB of output"
+is "true" "$(echo "$res" | python3 -c 'import json,sys; print(str(json.load(sys.stdin)["stdoutTruncated"]).lower())')" "stdout is reported truncated"
+is "1048576 52428800" "$(echo "$res" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(len(r["stdout"]), r["stdoutBytes"])')" "captured exactly the cap, counted every byte"
+is "done" "$(echo "$res" | python3 -c 'import json,sys; print(json.load(sys.stdin)["stderr"].strip())')" "stderr captured separately"
+
+# 6. Timeout kills the whole tree.
+start=$(date +%s)
+"$CORDON" run --timeout 1 -- /bin/sh -c 'sleep 30 & sleep 30; wait' 2>/dev/null
+is 124 $? "--timeout exits 124"
+[ $(($(date +%s) - start)) -lt 10 ]
+ok $? "the timeout fired well before the sleeps would end"
+
+# 7. Bad input: clear errors and documented exit codes.
+"$CORDON" run --no-such-flag -- true 2>/dev/null
+is 125 $? "an unknown flag is a usage error (125)"
+echo '{"version": 1, "limits": {"pids": "many"}}' >"$TEST_TMP/bad.json"
+err=$("$CORDON" run --policy "$TEST_TMP/bad.json" -- true 2>&1)
+is 120 $? "an invalid policy is refused (120)"
+echo "$err" | grep -q 'limits.pids'
+ok $? "the error names the field: $err"
+
+done_testing

@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Policy compilation, golden: every fixture in tests/fixtures/valid is compiled for a fixed caller
+ * (a fake launcher, a fake host tree under a temp dir, fixed cwd, home and MemTotal) and the
+ * dump, seccomp pfc included, must equal tests/fixtures/golden/<name>.plan. Run with
+ * CORDON_UPDATE_GOLDEN=1 to rewrite the golden files after an intended change.
+ *
+ * Also: missing paths name their field, secrets in the caller's environment never reach the
+ * plan, fds are O_PATH / sealed, the seccomp cache works, host gaps fail unless optional.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <linux/filter.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/json-cleanup.h"
+#include "common/system.h"
+#include "common/util.h"
+#include "policy/policy-compile.h"
+#include "policy/policy-dump.h"
+#include "policy/policy-parse.h"
+#include "policy/policy-seccomp.h"
+#include "tests/tap.h"
+
+#define SECRET "hunter2-do-not-leak"
+
+static char tmpdir[] = "/tmp/cordon-policy-compile-XXXXXX";
+static char root[256];
+
+static char *const test_argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)"echo hi", NULL };
+static char *const test_envp[] = {
+	(char *)"PATH=/usr/bin:/bin",
+	(char *)"LANG=en_US.UTF-8",
+	(char *)"TERM=xterm-256color",
+	(char *)"HOME=/root",
+	(char *)"SSH_AUTH_SOCK=/run/user/1000/ssh-agent",
+	(char *)"AWS_SECRET_ACCESS_KEY=" SECRET,
+	(char *)"LD_PRELOAD=/tmp/evil.so",
+	NULL,
+};
+
+static struct compile_ctx base_ctx(void)
+{
+	return (struct compile_ctx){
+		.argv = test_argv,
+		.envp = test_envp,
+		.cwd = "/home/user/project",
+		.home = "/home/user",
+		.uid = 1000,
+		.gid = 1000,
+		.caps = {
+			.mode = POLICY_LAUNCHER_PRIVILEGED,
+			.landlock_abi = 7,
+			.seccomp = true,
+			.cgroup = POLICY_CGROUP_V2,
+			.userns = false,
+			.floor_require_landlock = true,
+			.floor_require_seccomp = true,
+			.floor_max_network = POLICY_NETWORK_HOST,
+		},
+		.mem_total = 8ULL * 1024 * 1024 * 1024,
+		.host_root = root,
+	};
+}
+
+static void mk(const char *rel, bool dir)
+{
+	_cleanup_free_ char *p = strdup_printf("%s/%s", root, rel);
+
+	if (!p)
+		bail("oom");
+	if (dir) {
+		if (mkdir_p(p, 0755) < 0)
+			bail("mkdir %s", p);
+	} else {
+		_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+		if (fd < 0)
+			bail("create %s", p);
+	}
+}
+
+static void ln(const char *target, const char *rel)
+{
+	_cleanup_free_ char *p = strdup_printf("%s/%s", root, rel);
+
+	if (!p || symlink(target, p) < 0)
+		bail("symlink %s", rel);
+}
+
+/* A merged-/usr host without /lib64, with a user, a project and some secrets. */
+static void make_host(void)
+{
+	if (!mkdtemp(tmpdir))
+		bail("mkdtemp");
+	(void)snprintf(root, sizeof(root), "%s/root", tmpdir);
+	mk("usr/bin", true);
+	mk("usr/lib", true);
+	mk("usr/sbin", true);
+	mk("etc", true);
+	mk("etc/shadow", false);
+	mk("etc/hosts", false);
+	mk("opt/tool", true);
+	mk("srv/data/private", true);
+	mk("home/user/.ssh", true);
+	mk("home/user/.cache", true);
+	mk("home/user/project/src", true);
+	mk("home/user/project/.git/hooks", true);
+	ln("usr/bin", "bin");
+	ln("usr/lib", "lib");
+	ln("usr/sbin", "sbin");
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(p) < 0 ? -1 : 0;
+}
+
+static int compile_doc(const char *doc, const struct compile_ctx *ctx, struct compiled_plan **ret,
+		       struct field_error *err)
+{
+	_cleanup_policy_ struct policy *p = NULL;
+	int r = policy_parse_string(doc, strlen(doc), &p, err);
+
+	if (r < 0)
+		return r;
+	return policy_compile(p, ctx, ret, err);
+}
+
+static void first_difference(const char *want, const char *got)
+{
+	unsigned line = 1;
+
+	for (; *want && *want == *got; want++, got++)
+		if (*want == '\n')
+			line++;
+	diag("first difference at line %u:", line);
+	diag("  want: %.*s", (int)strcspn(want, "\n"), want);
+	diag("  got:  %.*s", (int)strcspn(got, "\n"), got);
+}
+
+static void test_golden(void)
+{
+	const char *src = getenv("top_srcdir") ? getenv("top_srcdir") : ".";
+	_cleanup_free_ char *vdir = strdup_printf("%s/tests/fixtures/valid", src);
+	bool update = getenv("CORDON_UPDATE_GOLDEN") != NULL;
+	struct compile_ctx ctx = base_ctx();
+	struct dirent **names = NULL;
+	int n = scandir(vdir, &names, NULL, alphasort);
+	unsigned count = 0;
+
+	if (n < 0)
+		bail("cannot list %s", vdir);
+	for (int i = 0; i < n; i++) {
+		_cleanup_free_ char *path = NULL, *gpath = NULL, *dump = NULL, *want = NULL;
+		_cleanup_compiled_plan_ struct compiled_plan *plan = NULL;
+		_cleanup_policy_ struct policy *p = NULL;
+		_cleanup_free_ char *planjson = NULL;
+		struct field_error err = { "", "" };
+		const char *name = names[i]->d_name;
+		int r;
+
+		if (!endswith(name, ".json")) {
+			free(names[i]);
+			continue;
+		}
+		count++;
+		path = strdup_printf("%s/%s", vdir, name);
+		gpath = strdup_printf("%s/tests/fixtures/golden/%.*s.plan", src,
+				      (int)(strlen(name) - 5), name);
+		r = policy_parse_file(path, &p, &err);
+		if (r >= 0)
+			r = policy_compile(p, &ctx, &plan, &err);
+		if (!ok(r == 0, "%s compiles", name))
+			diag("%s: %s", err.field, err.reason);
+		if (r < 0) {
+			free(names[i]);
+			continue;
+		}
+		is_int(0, policy_dump(plan, POLICY_DUMP_PFC, &dump), "%s dumps", name);
+		planjson = json_dumps(plan->plan, JSON_COMPACT);
+		ok(dump && planjson && !strstr(dump, SECRET) && !strstr(planjson, SECRET) &&
+			   !strstr(planjson, "LD_PRELOAD") && !strstr(planjson, "SSH_AUTH_SOCK"),
+		   "%s: the caller's secrets stay out of the plan", name);
+		ok(planjson && !strstr(planjson, tmpdir), "%s: no host-root path leaks into the plan",
+		   name);
+		if (update && dump) {
+			ok(write_file_atomic(gpath, dump, strlen(dump), 0644) == 0,
+			   "%s: golden file rewritten", name);
+		} else if (read_full_file(gpath, 1 << 20, &want, NULL) < 0) {
+			ok(false, "%s: golden file %s readable", name, gpath);
+		} else if (!is_str(want, dump, "%s matches its golden plan", name)) {
+			first_difference(want, dump ? dump : "");
+		}
+		free(names[i]);
+	}
+	free(names);
+	ok(count >= 4, "golden fixtures compiled (%u)", count);
+}
+
+static bool dump_has(const struct compiled_plan *plan, const char *needle)
+{
+	_cleanup_free_ char *d = NULL;
+
+	return policy_dump(plan, 0, &d) == 0 && strstr(d, needle);
+}
+
+static void test_missing_paths(void)
+{
+	struct compile_ctx ctx = base_ctx();
+	struct field_error err = { "", "" };
+	_cleanup_compiled_plan_ struct compiled_plan *plan = NULL, *plan2 = NULL, *plan3 = NULL;
+
+	is_int(-ENOENT,
+	       compile_doc("{\"version\": 1, \"filesystem\": {\"read\": [\"/usr\", \"/opt/missing\"]}}",
+			   &ctx, &plan, &err),
+	       "a missing read path fails");
+	is_str("filesystem.read[1]", err.field, "the missing path's field is named");
+	is_str("\"/opt/missing\" does not exist", err.reason, "and why");
+
+	is_int(-ENOENT,
+	       compile_doc("{\"version\": 1, \"filesystem\": {\"write\": [\"~/nothing\"]}}", &ctx,
+			   &plan, &err),
+	       "a missing write path below ~ fails");
+	is_str("filesystem.write[0]", err.field, "write path field named");
+
+	is_int(0,
+	       compile_doc("{\"version\": 1, \"filesystem\": {\"read\": [\"/usr\", \"/opt/missing\"]},"
+			   " \"optional\": [\"path:/opt/missing\"]}",
+			   &ctx, &plan2, &err),
+	       "an optional missing path is skipped");
+	ok(plan2 && strv_contains(plan2->skipped, "/opt/missing"), "and listed as skipped");
+
+	is_int(0, compile_doc("{\"version\": 1}", &ctx, &plan3, &err),
+	       "the default policy compiles although /lib64 is absent");
+	ok(plan3 && strv_contains(plan3->skipped, "/lib64"), "absent default dirs are skipped");
+	ok(plan3 && dump_has(plan3, "symlink /bin -> usr/bin"), "merged /usr: /bin is a symlink");
+	ok(plan3 && dump_has(plan3, "deny /etc/shadow") && !dump_has(plan3, "deny /home/user/.ssh"),
+	   "deny only where a bind exposes it");
+
+	ctx.cwd = "/";
+	is_int(-EINVAL, compile_doc("{\"version\": 1}", &ctx, &plan, &err),
+	       "a workspace resolving to / is refused");
+	is_str("filesystem.workspace.path", err.field, "workspace field named");
+
+	ctx = base_ctx();
+	is_int(-EINVAL,
+	       compile_doc("{\"version\": 1, \"filesystem\": {\"write\": [\"~/.ssh/x\"]}}", &ctx,
+			   &plan, &err),
+	       "a granted path below a denied one is refused");
+	is_str("filesystem.write[0]", err.field, "its field is named");
+}
+
+static void test_env(void)
+{
+	struct compile_ctx ctx = base_ctx();
+	struct field_error err = { "", "" };
+	_cleanup_compiled_plan_ struct compiled_plan *plan = NULL;
+	json_t *envp;
+	size_t i;
+	json_t *v;
+	bool home = false, path = false, lang = false, other = false;
+
+	is_int(0,
+	       compile_doc("{\"version\": 1, \"env\": {\"pass\": [\"PATH\", \"LANG\", \"NOPE\"], "
+			   "\"set\": {\"LANG\": \"C.UTF-8\", \"X\": \"1\"}}}",
+			   &ctx, &plan, &err),
+	       "env policy compiles");
+	envp = plan ? json_object_get(plan->plan, "envp") : NULL;
+	json_array_foreach (envp, i, v) {
+		const char *s = json_string_value(v);
+
+		if (streq(s, "HOME=/home/user"))
+			home = true;
+		else if (streq(s, "PATH=/usr/bin:/bin"))
+			path = true;
+		else if (streq(s, "LANG=C.UTF-8"))
+			lang = true;
+		else if (!streq(s, "X=1"))
+			other = true;
+	}
+	ok(home, "HOME is the sandbox's home");
+	ok(path, "PATH passes from the caller");
+	ok(lang, "env.set overrides a passed variable");
+	ok(!other && json_array_size(envp) == 4, "nothing else crosses (%zu)",
+	   json_array_size(envp));
+}
+
+static void test_fds_and_cache(void)
+{
+	struct compile_ctx ctx = base_ctx();
+	struct field_error err = { "", "" };
+	_cleanup_compiled_plan_ struct compiled_plan *a = NULL, *b = NULL;
+	unsigned before, after;
+	json_t *prog;
+	struct stat st;
+	int fd, idx;
+
+	policy_seccomp_cache_clear();
+	before = policy_seccomp_cache_misses();
+	is_int(0, compile_doc("{\"version\": 1}", &ctx, &a, &err), "compile once");
+	is_int(0, compile_doc("{\"version\": 1}", &ctx, &b, &err), "compile twice");
+	after = policy_seccomp_cache_misses();
+	is_int(1, (long long)(after - before), "libseccomp ran once for two equal specs");
+	if (!a || !b)
+		bail("no plans");
+
+	prog = json_object_get(json_object_get(a->plan, "seccomp"), "program");
+	ok(json_is_integer(prog), "plan.seccomp.program is an fd index");
+	fd = a->fds[json_integer_value(prog)];
+	ok(fcntl(fd, F_GET_SEALS) & F_SEAL_WRITE, "the program memfd is sealed");
+	ok(fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size % sizeof(struct sock_filter) == 0,
+	   "the program is whole sock_filter instructions (%lld bytes)", (long long)st.st_size);
+	ok(fcntl(fd, F_GETFD) & FD_CLOEXEC, "the memfd is close-on-exec");
+	ok((fcntl(a->fds[0], F_GETFL) & O_PATH) && (fcntl(a->fds[0], F_GETFD) & FD_CLOEXEC),
+	   "bind sources are O_PATH and close-on-exec");
+
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	idx = compiled_plan_add_fd(a, fd, "stdin");
+	is_int((long long)a->n_fds - 1, idx, "compiled_plan_add_fd returns the next index");
+	is_str("stdin", a->fd_what[idx], "and records what it is");
+}
+
+static void test_host_gaps(void)
+{
+	struct field_error err = { "", "" };
+	struct compile_ctx ctx = base_ctx();
+	_cleanup_compiled_plan_ struct compiled_plan *plan = NULL, *p2 = NULL, *p3 = NULL;
+
+	ctx.caps.landlock_abi = 3;
+	is_int(-EOPNOTSUPP,
+	       compile_doc("{\"version\": 1, \"optional\": []}", &ctx, &plan, &err),
+	       "Landlock net on ABI 3 fails when required");
+	is_str("landlock.net", err.field, "the rule is named");
+	is_int(0, compile_doc("{\"version\": 1}", &ctx, &p2, &err),
+	       "the default marks Landlock net and scope optional");
+	ok(p2 && strv_contains(p2->unenforced, "landlock.net") &&
+		   strv_contains(p2->unenforced, "landlock.scope"),
+	   "and lists them as unenforced");
+	ok(p2 && !dump_has(p2, "ioctl-dev") && dump_has(p2, "truncate"),
+	   "rights are masked to the ABI");
+
+	ctx = base_ctx();
+	ctx.caps.cgroup = POLICY_CGROUP_NONE;
+	is_int(-EOPNOTSUPP, compile_doc("{\"version\": 1}", &ctx, &plan, &err),
+	       "no cgroup: the pids limit cannot be enforced");
+	is_str("limits.pids", err.field, "limits.pids named");
+	is_int(0,
+	       compile_doc("{\"version\": 1, \"optional\": [\"limits.pids\", \"limits.memoryBytes\"]}",
+			   &ctx, &p3, &err),
+	       "optional limits are left out");
+	ok(p3 && !json_object_get(p3->plan, "cgroup"), "no cgroup object then");
+
+	ctx = base_ctx();
+	ctx.caps.floor_max_network = POLICY_NETWORK_LOOPBACK;
+	is_int(-EPERM,
+	       compile_doc("{\"version\": 1, \"network\": {\"mode\": \"proxy\"}}", &ctx, &plan,
+			   &err),
+	       "the admin floor caps the network");
+	is_str("network.mode", err.field, "network.mode named");
+
+	ctx = base_ctx();
+	ctx.caps.seccomp = false;
+	is_int(-EOPNOTSUPP, compile_doc("{\"version\": 1}", &ctx, &plan, &err),
+	       "no seccomp fails");
+	is_str("seccomp", err.field, "seccomp named");
+	is_int(-EPERM, compile_doc("{\"version\": 1, \"optional\": [\"seccomp\"]}", &ctx, &plan, &err),
+	       "optional seccomp still fails under a floor that requires it");
+}
+
+int main(void)
+{
+	plan_lazy();
+	make_host();
+	test_golden();
+	test_missing_paths();
+	test_env();
+	test_fds_and_cache();
+	test_host_gaps();
+	policy_seccomp_cache_clear();
+	(void)nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return tap_exit_status();
+}
