@@ -8,3 +8,10 @@ cordon_SOURCES = \
 	%reldir%/cli-cmds.c
 cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 cordon_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
+
+## End-to-end tests through the CLI (controller started on demand, user-mode launcher).
+TESTS += \
+	tests/integration/cli-run.sh
+EXTRA_DIST += \
+	tests/integration/cli-lib.sh \
+	tests/integration/cli-run.sh

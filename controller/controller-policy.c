@@ -20,7 +20,6 @@
 #include "ipc/ipc-json.h"
 #include "policy/policy-compile.h"
 #include "policy/policy-default.h"
-#include "policy/policy-explain.h"
 #include "policy/policy-parse.h"
 
 #define ARGV_MAX 4096
@@ -87,8 +86,25 @@ int controller_request_policy(struct controller *c, json_t *params, json_t **ret
 		doc = json_deep_copy(given);
 	else {
 		json_error_t je;
+		json_t *read, *opt, *v;
+		size_t i;
 
+		/* The default's system directories differ between hosts (/lib64, /libx32): mark
+		 * them optional so an absent one is skipped, while a path the caller adds with
+		 * the patch must exist. */
 		doc = json_loads(policy_default_json, JSON_REJECT_DUPLICATES, &je);
+		read = json_object_get(json_object_get(doc, "filesystem"), "read");
+		opt = json_object_get(doc, "optional");
+		if (!opt) {
+			opt = json_array();
+			json_object_set_new(doc, "optional", opt);
+		}
+		json_array_foreach (read, i, v) {
+			_cleanup_free_ char *id = strdup_printf("path:%s", json_string_value(v));
+
+			if (!id || json_array_append_new(opt, json_string(id)) < 0)
+				return -ENOMEM;
+		}
 	}
 	if (!doc)
 		return -ENOMEM;
@@ -192,19 +208,19 @@ int controller_compile_request(struct controller *c, json_t *params, struct ctl_
 	r = policy_compile(rc.policy, &rc.ctx, &cp, fe);
 	if (r < 0)
 		goto out;
-	ret->plan = json_incref(compiled_plan_json(cp));
+	ret->plan = json_incref(cp->plan);
 	if (cwd)
 		json_object_set_new(ret->plan, "cwd", json_string(cwd));
 	ret->n_fds = 0;
-	for (size_t i = 0; i < compiled_plan_n_fds(cp); i++) {
-		int k = ctl_plan_add_fd(ret, compiled_plan_fd(cp, i));
+	for (size_t i = 0; i < cp->n_fds; i++) {
+		int k = ctl_plan_add_fd(ret, cp->fds[i]);
 
 		if (k < 0) {
 			r = k;
 			goto out;
 		}
 	}
-	ret->max_output_bytes = rc.policy->limits.max_output_bytes;
+	ret->max_output_bytes = cp->max_output_bytes;
 	ret->wall_seconds = rc.policy->limits.wall_seconds;
 out:
 	compiled_plan_free(cp);
@@ -237,32 +253,6 @@ int method_policy_check(struct client *cl, json_t *id, json_t *params, int *fds,
 		r = reply_policy_error(cl, id, r, &fe);
 	else
 		r = client_reply(cl, id, json_pack("{s:b,s:o}", "ok", true, "policy", normalized));
-	request_ctx_done(&rc);
-	return r;
-}
-
-int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
-{
-	static const char *const keys[] = { "policy", "policyPatch", "callerCwd", NULL };
-	struct request_ctx rc = { 0 };
-	struct field_error fe = { 0 };
-	json_t *explanation = NULL;
-	_cleanup_free_ char *text = NULL;
-	int r;
-
-	r = ipc_json_check_keys(params, keys, "params", &fe);
-	if (r >= 0)
-		r = request_ctx_init(cl->ctl, params, false, &rc, &fe);
-	if (r >= 0)
-		r = policy_explain(rc.policy, &rc.ctx, &explanation);
-	if (r < 0) {
-		r = reply_policy_error(cl, id, r, &fe);
-		goto out;
-	}
-	text = policy_explain_text(explanation);
-	json_object_set_new(explanation, "text", json_string(text ? text : ""));
-	r = client_reply(cl, id, explanation);
-out:
 	request_ctx_done(&rc);
 	return r;
 }

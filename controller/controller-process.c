@@ -586,12 +586,14 @@ static int process_start(struct client *cl, json_t *id, json_t *params, int *fds
 			 json_pack("{s:s,s:s,s:s,s:i,s:O,s:b}", "processId", p->id, "sandbox",
 				   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid, "argv",
 				   p->argv, "exec", exec));
+	/* Reply before any exit report, so a client sees its processId first. */
 	if (exec)
 		p->exec_id = json_incref(id);
 	else
 		r = client_reply(cl, id,
 				 json_pack("{s:s,s:s,s:s,s:i}", "processId", p->id, "sandbox",
 					   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid));
+	controller_launcher_claim_orphan(c, p->sandbox);
 	goto out;
 
 bad_params:
@@ -734,6 +736,14 @@ void controller_process_exited(struct controller *c, const char *sandbox, json_t
 			process_maybe_finish(p);
 			return;
 		}
+}
+
+bool controller_process_known(struct controller *c, const char *sandbox)
+{
+	for (struct process *p = c->processes; p; p = p->next)
+		if (p->sandbox && streq(p->sandbox, sandbox))
+			return true;
+	return false;
 }
 
 void controller_processes_client_gone(struct controller *c, struct client *cl)

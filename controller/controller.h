@@ -132,3 +132,7 @@ int controller_launcher_spawn(struct controller *c, json_t *plan, const int *fds
 int controller_launcher_kill(struct controller *c, const char *sandbox, int sig);
 /* Called by controller-launcher.c when the launcher reports a sandbox's end. */
 void controller_process_exited(struct controller *c, const char *sandbox, json_t *exit);
+/* Is sandbox one of our live processes? (controller-process.c) */
+bool controller_process_known(struct controller *c, const char *sandbox);
+/* After registering a process: deliver its exit if it came before the spawn reply did. */
+void controller_launcher_claim_orphan(struct controller *c, const char *sandbox);
