@@ -286,16 +286,17 @@ int main(int argc, char **argv)
 		d->mode = LAUNCHERD_USER;
 	else
 		die("--mode: expected auto, privileged or user");
-	if (d->mode == LAUNCHERD_PRIVILEGED)
-		restrict_own_capabilities();
-
 	r = floor_load(floor_path, &d->floor, &fe);
 	if (r < 0)
 		die("refusing to start: admin floor \"%s\"%s%s: %s", floor_path,
 		    *fe.field ? " field " : "", fe.field, fe.reason);
 
 	d->landlock_abi = landlock_probe_abi();
+	/* Creates our base cgroup directories: may need more than what we keep afterwards (the v1
+	 * hierarchy roots are 0555), so it runs before the capability set is narrowed. */
 	cgroup_setup_probe(&d->cgroup);
+	if (d->mode == LAUNCHERD_PRIVILEGED)
+		restrict_own_capabilities();
 	r = seccomp_floor_compile(false, &d->floor_errno);
 	if (r >= 0)
 		r = seccomp_floor_compile(true, &d->floor_kill);

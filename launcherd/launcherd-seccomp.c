@@ -18,7 +18,7 @@
  *   - socket(): AF_PACKET, SOCK_RAW / SOCK_PACKET, and netlink other than NETLINK_ROUTE (which
  *     libc's getaddrinfo uses to list local addresses; in the sandbox's own netns it only sees
  *     loopback). A plan can deny NETLINK_ROUTE too.
- *   - other architectures: x32 and i386 system call numbers get the bad-arch action (kill).
+ *   - other architectures: x32 and i386 system calls are denied like the rest.
  * ptrace, process_vm_* and pidfd_* are not listed: they name processes by pid, and the pid
  * namespace leaves nothing outside the sandbox to name.
  */
@@ -168,8 +168,8 @@ static int floor_ctx(bool kill, scmp_filter_ctx *ret)
 	ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
 		return -ENOMEM;
-	/* Only the native architecture: i386 and x32 numbers take the bad-arch action. */
-	r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	/* Only the native architecture: i386 and x32 system calls get the same denial. */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, deny);
 	if (r < 0)
 		return r;
 	/* launcherd sets no-new-privs itself, at its place in the apply order. */

@@ -7,7 +7,8 @@ libpolicy_a_SOURCES = \
 	%reldir%/policy-syscalls.c %reldir%/policy-syscalls.h \
 	%reldir%/policy-default.c %reldir%/policy-default.h \
 	%reldir%/policy-parse.c %reldir%/policy-parse.h \
-	%reldir%/policy-narrow.c %reldir%/policy-narrow.h
+	%reldir%/policy-narrow.c %reldir%/policy-narrow.h \
+	%reldir%/policy-explain.c %reldir%/policy-explain.h
 libpolicy_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 libpolicy_compile_a_SOURCES = \
@@ -23,7 +24,9 @@ POLICY_TESTS_CF = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 policy_unit_tests = \
 	tests/unit/test-policy-parse \
-	tests/unit/test-policy-compile
+	tests/unit/test-policy-compile \
+	tests/unit/test-policy-narrow \
+	tests/unit/test-policy-explain
 check_PROGRAMS += $(policy_unit_tests)
 TESTS += $(policy_unit_tests)
 
@@ -34,3 +37,32 @@ tests_unit_test_policy_parse_CFLAGS = $(POLICY_TESTS_CF)
 tests_unit_test_policy_compile_SOURCES = tests/unit/test-policy-compile.c
 tests_unit_test_policy_compile_LDADD = $(POLICY_COMPILE_TESTS_LIBS)
 tests_unit_test_policy_compile_CFLAGS = $(POLICY_TESTS_CF)
+
+tests_unit_test_policy_narrow_SOURCES = tests/unit/test-policy-narrow.c
+tests_unit_test_policy_narrow_LDADD = $(POLICY_TESTS_LIBS)
+tests_unit_test_policy_narrow_CFLAGS = $(POLICY_TESTS_CF)
+
+tests_unit_test_policy_explain_SOURCES = tests/unit/test-policy-explain.c
+tests_unit_test_policy_explain_LDADD = $(POLICY_TESTS_LIBS)
+tests_unit_test_policy_explain_CFLAGS = $(POLICY_TESTS_CF)
+
+## The policy reader's fuzz target; make check replays tests/fuzz/corpus/policy/.
+check_PROGRAMS += tests/fuzz/fuzz-policy
+TESTS += tests/fuzz/fuzz-policy
+tests_fuzz_fuzz_policy_SOURCES = tests/fuzz/fuzz-policy.c tests/fuzz/fuzz-main.c
+tests_fuzz_fuzz_policy_LDADD = $(POLICY_TESTS_LIBS)
+tests_fuzz_fuzz_policy_CFLAGS = $(POLICY_TESTS_CF)
+
+if ENABLE_FUZZING
+noinst_PROGRAMS += fuzz-policy-libfuzzer
+fuzz_policy_libfuzzer_SOURCES = tests/fuzz/fuzz-policy.c
+fuzz_policy_libfuzzer_CFLAGS = $(POLICY_TESTS_CF) -fsanitize=fuzzer,address
+fuzz_policy_libfuzzer_LDFLAGS = -fsanitize=fuzzer,address
+fuzz_policy_libfuzzer_LDADD = libpolicy.a libipc.a libcommon.a $(JANSSON_LIBS)
+endif
+
+EXTRA_DIST += \
+	docs/POLICY.md \
+	tests/fixtures/valid \
+	tests/fixtures/invalid \
+	tests/fixtures/golden

@@ -15,6 +15,7 @@
 
 #include "common/json-cleanup.h"
 #include "common/util.h"
+#include "ipc/ipc-fdpass.h"
 #include "policy/policy-compile.h"
 #include "policy/policy-parse.h"
 #include "policy/policy-seccomp.h"
@@ -31,6 +32,7 @@ struct compiled_plan *compiled_plan_free(struct compiled_plan *p)
 		return NULL;
 	json_decref(p->plan);
 	close_many(p->fds, p->n_fds);
+	free(p->fds);
 	for (size_t i = 0; i < p->n_fds; i++)
 		free(p->fd_what[i]);
 	free(p->fd_what);
@@ -160,8 +162,8 @@ struct bind {
 	bool rw;
 	bool skippable; /* absent is fine: a default system directory or an optional path */
 	char field[PATHBUF];
-	int fd;         /* O_PATH source, -1 until opened */
-	char *link;     /* a symlink that stays a symlink inside the sandbox */
+	int fd;		/* O_PATH source, -1 until opened */
+	char *link;	/* a symlink that stays a symlink inside the sandbox */
 	char *resolved; /* where that symlink points, lexically */
 	bool absent;
 };
@@ -228,9 +230,10 @@ static int add_bind(struct compiler *c, const char *host, const char *target, bo
 	if (!b->host || !b->target)
 		return -ENOMEM;
 	if (reserved_target(host) || reserved_target(target))
-		return field_error_set(c->err, -EINVAL, b->field, NULL,
-				       "\"%s\" cannot be exposed: cordon provides /, /proc and /dev",
-				       reserved_target(host) ? host : target);
+		return field_error_set(
+			c->err, -EINVAL, b->field, NULL,
+			"\"%s\" cannot be exposed: cordon provides /, /proc and /dev",
+			reserved_target(host) ? host : target);
 	for (size_t i = 0; i + 1 < c->n_binds; i++) {
 		if (streq(c->binds[i].host, host))
 			return field_error_set(c->err, -EINVAL, b->field, NULL,
@@ -259,7 +262,8 @@ static int collect_binds(struct compiler *c)
 		if (!id)
 			return -ENOMEM;
 		r = add_bind(c, p->fs.read[i], p->fs.read[i], false,
-			     p->fs.read_is_default || policy_is_optional(p, id), "filesystem.read", i);
+			     p->fs.read_is_default || policy_is_optional(p, id), "filesystem.read",
+			     i);
 		if (r < 0)
 			return r;
 	}
@@ -285,7 +289,8 @@ static int collect_binds(struct compiler *c)
 					       "set the workspace path");
 		r = add_bind(c, w->path, w->mount_at ? w->mount_at : w->path,
 			     w->access == POLICY_ACCESS_READ_WRITE, policy_is_optional(p, id),
-			     w->mount_at ? "filesystem.workspace.mountAt" : "filesystem.workspace.path",
+			     w->mount_at ? "filesystem.workspace.mountAt"
+					 : "filesystem.workspace.path",
 			     SIZE_MAX);
 		if (r < 0)
 			return r;
@@ -391,8 +396,8 @@ static int add_mount(struct compiler *c, const char *target, int rank, json_t *j
 		return -ENOMEM;
 	if (c->n_mounts >= PLAN_MOUNTS_MAX) {
 		json_decref(j);
-		return field_error_set(c->err, -E2BIG, "filesystem", NULL,
-				       "more than %d mounts", PLAN_MOUNTS_MAX);
+		return field_error_set(c->err, -E2BIG, "filesystem", NULL, "more than %d mounts",
+				       PLAN_MOUNTS_MAX);
 	}
 	m = reallocarray(c->mounts, c->n_mounts + 1, sizeof(*m));
 	if (!m) {
@@ -462,6 +467,12 @@ static int build_mounts(struct compiler *c)
 				return r;
 			continue;
 		}
+		/* Room for the seccomp program and stdio in one launcher message. */
+		if (c->out->n_fds + 4 >= IPC_MAX_FDS)
+			return field_error_set(c->err, -E2BIG, b->field, NULL,
+					       "more than %d paths to bind (the launcher channel "
+					       "carries at most %d fds)",
+					       IPC_MAX_FDS - 4, IPC_MAX_FDS);
 		idx = compiled_plan_add_fd(c->out, TAKE_FD(b->fd), b->host);
 		if (idx < 0)
 			return idx;
@@ -544,8 +555,8 @@ enum rights {
 static bool right_in(enum rights set, const char *name)
 {
 	static const char *const read[] = { "execute", "read-file", "read-dir", NULL };
-	static const char *const dev[] = { "read-file", "write-file", "read-dir", "truncate",
-					   "ioctl-dev", NULL };
+	static const char *const dev[] = { "read-file", "write-file", "read-dir",
+					   "truncate",	"ioctl-dev",  NULL };
 	static const char *const proc[] = { "read-file", "write-file", "read-dir", NULL };
 	static const char *const list[] = { "read-dir", NULL };
 	const char *const *l = NULL;
@@ -639,9 +650,9 @@ static int build_landlock(struct compiler *c)
 	rules[n++] = (struct ll_rule){ "/", RIGHTS_LIST };
 	for (size_t i = 0; i < c->n_binds; i++)
 		if (!c->binds[i].absent && !c->binds[i].link)
-			rules[n++] = (struct ll_rule){ c->binds[i].target,
-						       c->binds[i].rw ? RIGHTS_WRITE
-								      : RIGHTS_READ };
+			rules[n++] = (struct ll_rule){ c->binds[i].target, c->binds[i].rw
+										   ? RIGHTS_WRITE
+										   : RIGHTS_READ };
 	if (p->fs.tmp == POLICY_TMP_PRIVATE && !target_bound(c, "/tmp"))
 		rules[n++] = (struct ll_rule){ "/tmp", RIGHTS_WRITE };
 	if (p->fs.home == POLICY_HOME_TMPFS && !target_visible(c, c->ctx->home))
@@ -659,7 +670,8 @@ static int build_landlock(struct compiler *c)
 		for (size_t k = 0; k < policy_landlock_fs_access_count; k++)
 			if (policy_landlock_fs_access_abi[k] <= abi &&
 			    right_in(rules[i].rights, policy_landlock_fs_access[k]) &&
-			    json_array_append_new(acc, json_string(policy_landlock_fs_access[k])) < 0)
+			    json_array_append_new(acc, json_string(policy_landlock_fs_access[k])) <
+				    0)
 				return -ENOMEM;
 		if (json_array_append_new(fs, json_pack("{s:s, s:O}", "path", rules[i].path,
 							"access", acc)) < 0)
@@ -675,8 +687,10 @@ static int build_landlock(struct compiler *c)
 	 * "host" may connect to allowPorts and bind nothing.
 	 */
 	if (p->net.mode != POLICY_NETWORK_LOOPBACK) {
-		r = need(c, abi >= 4, "landlock.net", "TCP rules need Landlock ABI 4, the launcher "
-			 "reports %u", abi);
+		r = need(c, abi >= 4, "landlock.net",
+			 "TCP rules need Landlock ABI 4, the launcher "
+			 "reports %u",
+			 abi);
 		if (r < 0)
 			return r;
 		if (r > 0) {
@@ -690,7 +704,8 @@ static int build_landlock(struct compiler *c)
 			if (p->net.mode == POLICY_NETWORK_HOST)
 				for (size_t i = 0; i < p->net.n_allow_ports; i++)
 					if (json_array_append_new(
-						    connect, json_integer(p->net.allow_ports[i])) < 0)
+						    connect, json_integer(p->net.allow_ports[i])) <
+					    0)
 						return -ENOMEM;
 			if (json_object_set_new(ll, "net",
 						json_pack("{s:[], s:O}", "bindTcp", "connectTcp",
@@ -701,7 +716,8 @@ static int build_landlock(struct compiler *c)
 
 	r = need(c, abi >= 6, "landlock.scope",
 		 "abstract unix socket and signal scoping need Landlock ABI 6, the launcher "
-		 "reports %u", abi);
+		 "reports %u",
+		 abi);
 	if (r < 0)
 		return r;
 	if (r > 0 && json_object_set_new(ll, "scope",
@@ -771,10 +787,9 @@ static int build_limits(struct compiler *c)
 	if (r < 0)
 		return r;
 	if (r > 0 && json_object_set_new(cgroup, "memoryMaxBytes",
-					  json_integer((json_int_t)l->memory_bytes)) < 0)
+					 json_integer((json_int_t)l->memory_bytes)) < 0)
 		return -ENOMEM;
-	if (json_object_size(cgroup) > 0 &&
-	    json_object_set(c->out->plan, "cgroup", cgroup) < 0)
+	if (json_object_size(cgroup) > 0 && json_object_set(c->out->plan, "cgroup", cgroup) < 0)
 		return -ENOMEM;
 	return json_object_set_new(c->out->plan, "timeoutMs",
 				   json_integer((json_int_t)(l->wall_seconds * 1000))) < 0
@@ -864,8 +879,8 @@ static int build_env(struct compiler *c)
 						    "https_proxy" };
 
 		for (size_t i = 0; i < ELEMENTSOF(vars); i++) {
-			_cleanup_free_ char *v = strdup_printf("%s=http://127.0.0.1:%d", vars[i],
-							       PLAN_PROXY_PORT);
+			_cleanup_free_ char *v =
+				strdup_printf("%s=http://127.0.0.1:%d", vars[i], PLAN_PROXY_PORT);
 
 			if (!v)
 				return -ENOMEM;
@@ -912,20 +927,39 @@ static int build_argv_cwd(struct compiler *c)
 	if (json_object_set(c->out->plan, "argv", a) < 0)
 		return -ENOMEM;
 
-	/* The caller's cwd where the sandbox shows it; else the workspace; else $HOME. */
-	for (size_t i = 0; i < c->n_binds && !cwd; i++) {
-		const struct bind *b = &c->binds[i];
+	/*
+	 * The caller's cwd where the sandbox shows it (through the innermost bind containing it,
+	 * unless denied); else the workspace; else $HOME.
+	 */
+	{
+		const struct bind *best = NULL;
+		bool denied = false;
 
-		if (!b->absent && !b->link && policy_path_under(ccwd, b->host) &&
-		    !(c->p->fs.workspace.present && !streq(b->host, c->p->fs.workspace.path) &&
-		      !streq(b->host, b->target)))
-			cwd = strdup_printf("%s%s", b->target,
-					    streq(b->host, ccwd) ? "" : ccwd + strlen(b->host));
+		for (size_t i = 0; i < c->n_binds; i++) {
+			const struct bind *b = &c->binds[i];
+
+			if (!b->absent && !b->link && policy_path_under(ccwd, b->host) &&
+			    (!best || strlen(b->host) > strlen(best->host)))
+				best = b;
+		}
+		for (char **d = c->p->fs.deny; d && *d; d++)
+			if (policy_path_under(ccwd, *d))
+				denied = true;
+		if (best && !denied) {
+			cwd = strdup_printf("%s%s", best->target,
+					    streq(best->host, ccwd) ? ""
+								    : ccwd + strlen(best->host));
+			if (!cwd)
+				return -ENOMEM;
+		}
 	}
 	for (size_t i = 0; i < c->n_binds && !cwd; i++)
-		if (c->p->fs.workspace.present && streq(c->binds[i].host, c->p->fs.workspace.path) &&
-		    !c->binds[i].absent)
+		if (c->p->fs.workspace.present &&
+		    streq(c->binds[i].host, c->p->fs.workspace.path) && !c->binds[i].absent) {
 			cwd = strdup(c->binds[i].target);
+			if (!cwd)
+				return -ENOMEM;
+		}
 	if (!cwd)
 		cwd = strdup(c->ctx->home);
 	if (!cwd)
@@ -982,7 +1016,7 @@ int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
 		r = build_env(&c);
 	if (r >= 0)
 		r = json_object_set_new(out->plan, "hostname", json_string("cordon")) < 0 ? -ENOMEM
-											     : 0;
+											  : 0;
 	if (r >= 0)
 		r = build_mounts(&c);
 	if (r >= 0)
@@ -1002,7 +1036,7 @@ int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
 			    : 0;
 	if (r >= 0)
 		r = json_object_set_new(out->plan, "dieWithRequester", json_true()) < 0 ? -ENOMEM
-											 : 0;
+											: 0;
 finish:
 	compiler_done(&c);
 	if (r == -ENOMEM)

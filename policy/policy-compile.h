@@ -25,15 +25,15 @@
 #define PLAN_PROXY_PORT 3128
 
 struct compiled_plan {
-	json_t *plan; /* the "plan" object of a spawn request; "stdio" is the caller's */
-	int *fds;     /* owned; the plan names them by index */
+	json_t *plan;	/* the "plan" object of a spawn request; "stdio" is the caller's */
+	int *fds;	/* owned; the plan names them by index */
 	char **fd_what; /* per fd: the host path opened, or "seccomp" */
 	size_t n_fds;
 	size_t n_alloc;
 	uint64_t max_output_bytes; /* enforced by the controller, not in the plan */
-	char *seccomp_key;         /* the syscall spec (policy_syscall_spec_key()), NULL if none */
-	char **unenforced;         /* optional rules left out on this host */
-	char **skipped;            /* absent paths left out (default system dirs, optional paths) */
+	char *seccomp_key;	   /* the syscall spec (policy_syscall_spec_key()), NULL if none */
+	char **unenforced;	   /* optional rules left out on this host */
+	char **skipped;		   /* absent paths left out (default system dirs, optional paths) */
 };
 
 struct compiled_plan *compiled_plan_free(struct compiled_plan *p);

@@ -37,7 +37,7 @@ static void put_strv_json(FILE *f, json_t *a, const char *sep)
 	size_t i;
 	json_t *v;
 
-	json_array_foreach (a, i, v) {
+	json_array_foreach(a, i, v) {
 		if (i > 0)
 			fputs(sep, f);
 		if (json_is_string(v))
@@ -59,7 +59,7 @@ static void put_object(FILE *f, json_t *o)
 
 	if (!keys)
 		return;
-	json_object_foreach (o, key, v)
+	json_object_foreach(o, key, v)
 		keys[n++] = key;
 	for (size_t i = 1; i < n; i++)
 		for (size_t k = i; k > 0 && strcmp(keys[k - 1], keys[k]) > 0; k--) {
@@ -108,7 +108,7 @@ static void put_landlock(FILE *f, json_t *ll)
 
 	fprintf(f, "landlock: %s\n",
 		json_is_true(json_object_get(ll, "required")) ? "required" : "best-effort");
-	json_array_foreach (fs, i, v) {
+	json_array_foreach(fs, i, v) {
 		fprintf(f, "  fs %s: ", json_string_value(json_object_get(v, "path")));
 		put_strv_json(f, json_object_get(v, "access"), " ");
 		fputc('\n', f);
@@ -161,10 +161,21 @@ static int put_pfc(FILE *f, const char *key)
 
 int policy_dump(const struct compiled_plan *plan, unsigned flags, char **ret)
 {
-	static const char *const known[] = { "argv",    "cwd",      "hostname", "network",
-					     "proxyPort", "timeoutMs", "dieWithRequester",
-					     "envp",    "stdio",    "mounts",   "landlock",
-					     "seccomp", "rlimits",  "cgroup",   NULL };
+	static const char *const known[] = { "argv",
+					     "cwd",
+					     "hostname",
+					     "network",
+					     "proxyPort",
+					     "timeoutMs",
+					     "dieWithRequester",
+					     "envp",
+					     "stdio",
+					     "mounts",
+					     "landlock",
+					     "seccomp",
+					     "rlimits",
+					     "cgroup",
+					     NULL };
 	_cleanup_free_ char *buf = NULL;
 	size_t size = 0;
 	const char *key;
@@ -191,20 +202,20 @@ int policy_dump(const struct compiled_plan *plan, unsigned flags, char **ret)
 		fputc('\n', f);
 	}
 	fputs("envp:\n", f);
-	json_array_foreach (json_object_get(p, "envp"), i, v)
+	json_array_foreach(json_object_get(p, "envp"), i, v)
 		fprintf(f, "  %s\n", json_string_value(v));
 	if ((v = json_object_get(p, "stdio"))) {
 		json_t *s;
 
 		fputs("stdio:", f);
-		json_object_foreach (v, key, s) {
+		json_object_foreach(v, key, s) {
 			fprintf(f, " %s=", key);
 			put_fd(f, plan, s);
 		}
 		fputc('\n', f);
 	}
 	fputs("mounts:\n", f);
-	json_array_foreach (json_object_get(p, "mounts"), i, v)
+	json_array_foreach(json_object_get(p, "mounts"), i, v)
 		put_mount(f, plan, v);
 	if ((v = json_object_get(p, "landlock")))
 		put_landlock(f, v);
@@ -227,7 +238,7 @@ int policy_dump(const struct compiled_plan *plan, unsigned flags, char **ret)
 		fputs("none", f);
 	fputc('\n', f);
 	/* Anything else the plan grows is still shown, never silently dropped. */
-	json_object_foreach (p, key, v) {
+	json_object_foreach(p, key, v) {
 		bool k = false;
 
 		for (const char *const *n = known; *n; n++)

@@ -85,8 +85,8 @@ int policy_copy(const struct policy *p, struct policy **ret)
 	    strdup_maybe(p->fs.workspace.mount_at, &c->fs.workspace.mount_at) < 0 ||
 	    strv_dup(p->net.allow_domains, &c->net.allow_domains) < 0 ||
 	    strv_dup(p->net.deny_domains, &c->net.deny_domains) < 0 ||
-	    strv_dup(p->net.resolve, &c->net.resolve) < 0 || strv_dup(p->env.pass, &c->env.pass) < 0 ||
-	    strv_dup(p->env.set, &c->env.set) < 0 ||
+	    strv_dup(p->net.resolve, &c->net.resolve) < 0 ||
+	    strv_dup(p->env.pass, &c->env.pass) < 0 || strv_dup(p->env.set, &c->env.set) < 0 ||
 	    strv_dup(p->syscalls.deny, &c->syscalls.deny) < 0 ||
 	    strv_dup(p->syscalls.allow, &c->syscalls.allow) < 0 ||
 	    strv_dup(p->optional, &c->optional) < 0)
@@ -258,9 +258,9 @@ uint64_t policy_limit_effective(const char *field, uint64_t v)
 }
 
 static const char *const optional_ids[] = {
-	"landlock",       "landlock.fs",    "landlock.net",       "landlock.scope",
-	"seccomp",        "limits.pids",    "limits.memoryBytes", "limits.cpuSeconds",
-	"limits.files",   "limits.wallSeconds",
+	"landlock",	"landlock.fs",	      "landlock.net",	    "landlock.scope",
+	"seccomp",	"limits.pids",	      "limits.memoryBytes", "limits.cpuSeconds",
+	"limits.files", "limits.wallSeconds",
 };
 
 bool policy_optional_valid(const struct policy *p, const char *id)
@@ -406,7 +406,7 @@ int policy_host_caps_from_hello(json_t *hello, struct policy_host_caps *ret,
 		r = ipc_json_get_array(floor, "require", false, 16, "floor", &req, err);
 		if (r < 0)
 			return r;
-		json_array_foreach (req, i, v) {
+		json_array_foreach(req, i, v) {
 			if (!json_is_string(v))
 				return field_error_set(err, -EINVAL, "floor.require", NULL,
 						       "expected strings");
@@ -500,8 +500,8 @@ int policy_to_json(const struct policy *p, json_t **ret)
 
 const char *const policy_landlock_fs_access[] = {
 	"execute",   "write-file", "read-file", "read-dir",  "remove-dir", "remove-file",
-	"make-char", "make-dir",   "make-reg",  "make-sock", "make-fifo",  "make-block",
-	"make-sym",  "refer",      "truncate",  "ioctl-dev",
+	"make-char", "make-dir",   "make-reg",	"make-sock", "make-fifo",  "make-block",
+	"make-sym",  "refer",	   "truncate",	"ioctl-dev",
 };
 const unsigned policy_landlock_fs_access_abi[] = {
 	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 3, 5,

@@ -21,7 +21,7 @@
 
 #define POLICY_VERSION 1
 #define POLICY_PATH_MAX 4096
-#define POLICY_LIST_MAX 128     /* entries of each filesystem list */
+#define POLICY_LIST_MAX 128	/* entries of each filesystem list */
 #define POLICY_DOMAINS_MAX 1024 /* entries of each network domain list */
 #define POLICY_PORTS_MAX 64
 #define POLICY_ENV_MAX 256
@@ -105,7 +105,7 @@ struct policy {
 		char **allow;
 	} syscalls;
 	char **optional; /* rule identifiers, see policy_optional_valid() */
-	bool resolved;   /* policy_resolve() ran: every path absolute, memory_bytes concrete */
+	bool resolved;	 /* policy_resolve() ran: every path absolute, memory_bytes concrete */
 };
 
 struct policy *policy_new(void);

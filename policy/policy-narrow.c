@@ -64,10 +64,7 @@ static struct decider decide(const struct policy *p, const char *x)
 		consider(&d, x, p->fs.workspace.path,
 			 p->fs.workspace.access == POLICY_ACCESS_READ_WRITE ? LEVEL_WRITE
 									    : LEVEL_READ,
-			 p->fs.workspace.access == POLICY_ACCESS_READ_WRITE
-				 ? "filesystem.workspace.access"
-				 : "filesystem.workspace.path",
-			 SIZE_MAX);
+			 "filesystem.workspace", SIZE_MAX);
 	for (size_t i = 0; p->fs.deny && p->fs.deny[i]; i++)
 		consider(&d, x, p->fs.deny[i], LEVEL_NONE, "filesystem.deny", i);
 	return d;
@@ -80,13 +77,18 @@ static int check_point(const struct policy *parent, const struct policy *child, 
 
 	if (cd.level <= pd.level)
 		return 0;
+	/* A workspace that is not visible at all is its path's fault, else its access's. */
+	if (startswith(cd.field, "filesystem.workspace"))
+		(void)snprintf(cd.field, sizeof(cd.field), "filesystem.workspace.%s",
+			       pd.level == LEVEL_NONE ? "path" : "access");
 	if (!streq(cd.entry, x))
 		return field_error_set(err, -EPERM, cd.field, NULL,
 				       "\"%s\" (below \"%s\") is %s in the parent, %s here", x,
 				       cd.entry, level_names[pd.level], level_names[cd.level]);
 	return field_error_set(err, -EPERM, cd.field, NULL, "\"%s\" is %s in the parent", x,
-			       pd.level == LEVEL_NONE ? "not visible" :
-			       cd.level == LEVEL_WRITE ? "not writable" : level_names[pd.level]);
+			       pd.level == LEVEL_NONE	 ? "not visible"
+			       : cd.level == LEVEL_WRITE ? "not writable"
+							 : level_names[pd.level]);
 }
 
 static int check_points(const struct policy *parent, const struct policy *child,
@@ -234,7 +236,8 @@ static int narrow_limits(const struct policy *parent, const struct policy *child
 		{ "pids", parent->limits.pids, child->limits.pids },
 		{ "cpuSeconds", parent->limits.cpu_seconds, child->limits.cpu_seconds },
 		{ "wallSeconds", parent->limits.wall_seconds, child->limits.wall_seconds },
-		{ "maxOutputBytes", parent->limits.max_output_bytes, child->limits.max_output_bytes },
+		{ "maxOutputBytes", parent->limits.max_output_bytes,
+		  child->limits.max_output_bytes },
 		{ "files", parent->limits.files, child->limits.files },
 	};
 	uint64_t pm = parent->limits.memory_bytes, cm = child->limits.memory_bytes;
@@ -333,7 +336,8 @@ int policy_narrow(const struct policy *parent, const struct policy *child, struc
 		if (!strv_contains(parent->env.pass, child->env.pass[i])) {
 			json_path_index(q, sizeof(q), "env.pass", i);
 			return field_error_set(err, -EPERM, q, NULL,
-					       "the parent does not pass \"%s\"", child->env.pass[i]);
+					       "the parent does not pass \"%s\"",
+					       child->env.pass[i]);
 		}
 	r = narrow_syscalls(parent, child, err);
 	if (r < 0)

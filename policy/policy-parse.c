@@ -54,7 +54,7 @@ static int parse_path_list(json_t *obj, const char *key, const char *path, char 
 	l = calloc(json_array_size(a) + 1, sizeof(char *));
 	if (!l)
 		return -ENOMEM;
-	json_array_foreach (a, i, v) {
+	json_array_foreach(a, i, v) {
 		const char *reason = NULL;
 		char q[PATHBUF];
 
@@ -173,7 +173,8 @@ static int parse_workspace(struct policy *p, json_t *fs, struct field_error *err
 
 static int parse_filesystem(struct policy *p, json_t *doc, struct field_error *err)
 {
-	static const char *const keys[] = { "read", "write", "deny", "tmp", "home", "workspace", NULL };
+	static const char *const keys[] = { "read", "write",	 "deny", "tmp",
+					    "home", "workspace", NULL };
 	static const char *const tmp_names[] = { "private", "none", NULL };
 	static const char *const home_names[] = { "empty", "tmpfs", NULL };
 	const char *P = "filesystem";
@@ -310,7 +311,7 @@ static int parse_domain_list(json_t *obj, const char *key, const char *path, cha
 	l = calloc(json_array_size(a) + 1, sizeof(char *));
 	if (!l)
 		return -ENOMEM;
-	json_array_foreach (a, i, v) {
+	json_array_foreach(a, i, v) {
 		const char *reason = NULL;
 		char q[PATHBUF];
 
@@ -349,7 +350,7 @@ static int parse_resolve(json_t *net, const char *path, char ***ret, struct fiel
 	l = calloc(json_array_size(a) + 1, sizeof(char *));
 	if (!l)
 		return -ENOMEM;
-	json_array_foreach (a, i, v) {
+	json_array_foreach(a, i, v) {
 		_cleanup_free_ char *name = NULL, *canon = NULL;
 		const char *reason = NULL, *eq;
 		unsigned char addr[16];
@@ -383,8 +384,8 @@ static int parse_resolve(json_t *net, const char *path, char ***ret, struct fiel
 
 static int parse_network(struct policy *p, json_t *doc, struct field_error *err)
 {
-	static const char *const keys[] = { "mode",       "allowDomains", "denyDomains",
-					    "allowPorts", "resolve",      NULL };
+	static const char *const keys[] = { "mode",	  "allowDomains", "denyDomains",
+					    "allowPorts", "resolve",	  NULL };
 	static const char *const modes[] = { "none", "loopback", "proxy", "host", NULL };
 	const char *P = "network";
 	json_t *net = NULL, *ports = NULL, *v;
@@ -434,7 +435,7 @@ static int parse_network(struct policy *p, json_t *doc, struct field_error *err)
 
 		if (!a)
 			return -ENOMEM;
-		json_array_foreach (ports, i, v) {
+		json_array_foreach(ports, i, v) {
 			char q[PATHBUF];
 
 			json_path_index(q, sizeof(q), "network.allowPorts", i);
@@ -457,8 +458,9 @@ static int parse_network(struct policy *p, json_t *doc, struct field_error *err)
 
 static int parse_limits(struct policy *p, json_t *doc, struct field_error *err)
 {
-	static const char *const keys[] = { "pids",           "memoryBytes", "cpuSeconds", "wallSeconds",
-					    "maxOutputBytes", "files",       NULL };
+	static const char *const keys[] = { "pids",	   "memoryBytes",    "cpuSeconds",
+					    "wallSeconds", "maxOutputBytes", "files",
+					    NULL };
 	const struct {
 		const char *key;
 		uint64_t min, max;
@@ -556,19 +558,21 @@ static int parse_env(struct policy *p, json_t *doc, struct field_error *err)
 		s = calloc(json_object_size(set) + 1, sizeof(char *));
 		if (!s)
 			return -ENOMEM;
-		json_object_foreach (set, k, v) {
+		json_object_foreach(set, k, v) {
 			if (!env_name_valid(k))
 				return field_error_set(err, -EINVAL, "env.set", k,
 						       "not a variable name");
 			if (streq(k, "HOME"))
-				return field_error_set(err, -EINVAL, "env.set", k,
-						       "HOME is set by cordon to the sandbox's home");
+				return field_error_set(
+					err, -EINVAL, "env.set", k,
+					"HOME is set by cordon to the sandbox's home");
 			if (!json_is_string(v))
 				return field_error_set(err, -EINVAL, "env.set", k,
 						       "expected a string");
 			if (json_string_length(v) > POLICY_ENV_VALUE_MAX)
 				return field_error_set(err, -E2BIG, "env.set", k,
-						       "longer than %u bytes", POLICY_ENV_VALUE_MAX);
+						       "longer than %u bytes",
+						       POLICY_ENV_VALUE_MAX);
 			s[n] = strdup_printf("%s=%s", k, json_string_value(v));
 			if (!s[n])
 				return -ENOMEM;
@@ -683,9 +687,9 @@ static int parse_optional(struct policy *p, json_t *doc, struct field_error *err
 
 int policy_parse_overlay(struct policy *p, json_t *doc, struct field_error *err)
 {
-	static const char *const keys[] = { "version", "filesystem", "network",  "hostExecution",
-					    "limits",  "env",        "syscalls", "optional",
-					    NULL };
+	static const char *const keys[] = { "version",	     "filesystem", "network",
+					    "hostExecution", "limits",	   "env",
+					    "syscalls",	     "optional",   NULL };
 	uint64_t version = 0;
 	int r;
 
@@ -763,8 +767,8 @@ int policy_validate(const struct policy *p, struct field_error *err)
 					       policy_network_to_string(p->net.mode));
 	}
 	for (size_t i = 0; p->net.resolve && p->net.resolve[i]; i++) {
-		_cleanup_free_ char *name = strndup(p->net.resolve[i],
-						    strcspn(p->net.resolve[i], "="));
+		_cleanup_free_ char *name =
+			strndup(p->net.resolve[i], strcspn(p->net.resolve[i], "="));
 		bool allowed = false;
 
 		if (!name)
@@ -782,10 +786,10 @@ int policy_validate(const struct policy *p, struct field_error *err)
 	for (size_t i = 0; p->syscalls.allow && p->syscalls.allow[i]; i++) {
 		json_path_index(q, sizeof(q), "syscalls.allow", i);
 		if (!policy_syscall_profile_has(p->syscalls.profile, p->syscalls.allow[i]))
-			return field_error_set(err, -EINVAL, q, NULL,
-					       "\"%s\" is not denied by profile \"%s\"",
-					       p->syscalls.allow[i],
-					       policy_syscall_profile_to_string(p->syscalls.profile));
+			return field_error_set(
+				err, -EINVAL, q, NULL, "\"%s\" is not denied by profile \"%s\"",
+				p->syscalls.allow[i],
+				policy_syscall_profile_to_string(p->syscalls.profile));
 		k = find_in(p->syscalls.deny, p->syscalls.allow[i]);
 		if (k >= 0)
 			return field_error_set(err, -EINVAL, q, NULL,
@@ -804,8 +808,8 @@ int policy_validate(const struct policy *p, struct field_error *err)
 					       p->optional[i]);
 		k = find_in(p->optional, p->optional[i]);
 		if (k >= 0 && (size_t)k < i)
-			return field_error_set(err, -EINVAL, q, NULL,
-					       "\"%s\" is already listed", p->optional[i]);
+			return field_error_set(err, -EINVAL, q, NULL, "\"%s\" is already listed",
+					       p->optional[i]);
 	}
 	return 0;
 }

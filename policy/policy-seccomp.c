@@ -35,8 +35,8 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned n_arg
 
 static int add_spec_rule(scmp_filter_ctx ctx, const struct policy_syscall_rule *rule)
 {
-	static const uint64_t ns_flags[] = { CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,
-					     CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+	static const uint64_t ns_flags[] = { CLONE_NEWNS,    CLONE_NEWUTS, CLONE_NEWIPC,
+					     CLONE_NEWUSER,  CLONE_NEWPID, CLONE_NEWNET,
 					     CLONE_NEWCGROUP };
 	static const uint64_t tty_ioctls[] = { TIOCSTI, TIOCLINUX };
 	/* Families outside AF_UNIX (1), AF_INET (2) and AF_INET6 (10). */
@@ -57,15 +57,16 @@ static int add_spec_rule(scmp_filter_ctx ctx, const struct policy_syscall_rule *
 	case POLICY_SYSCALL_CLONE_NS:
 		/* One rule per flag: libseccomp has no "(arg & mask) != 0". */
 		for (size_t i = 0; i < ELEMENTSOF(ns_flags) && r >= 0; i++) {
-			struct scmp_arg_cmp a = SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]);
+			struct scmp_arg_cmp a =
+				SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]);
 
 			r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &a);
 		}
 		return r;
 	case POLICY_SYSCALL_IOCTL_TTY:
 		for (size_t i = 0; i < ELEMENTSOF(tty_ioctls) && r >= 0; i++) {
-			struct scmp_arg_cmp a = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffU,
-							tty_ioctls[i]);
+			struct scmp_arg_cmp a =
+				SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffU, tty_ioctls[i]);
 
 			r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &a);
 		}

@@ -14,11 +14,11 @@
 #include "policy/policy-model.h"
 
 enum policy_syscall_cond {
-	POLICY_SYSCALL_DENY,           /* EPERM, any arguments */
-	POLICY_SYSCALL_ENOSYS,         /* ENOSYS, so libc falls back (clone3 → clone) */
-	POLICY_SYSCALL_CLONE_NS,       /* clone() with a CLONE_NEW* flag: EPERM */
-	POLICY_SYSCALL_IOCTL_TTY,      /* ioctl() TIOCSTI / TIOCLINUX: EPERM */
-	POLICY_SYSCALL_SOCKET_FAMILY,  /* socket() outside AF_UNIX, AF_INET, AF_INET6: EAFNOSUPPORT */
+	POLICY_SYSCALL_DENY,	      /* EPERM, any arguments */
+	POLICY_SYSCALL_ENOSYS,	      /* ENOSYS, so libc falls back (clone3 → clone) */
+	POLICY_SYSCALL_CLONE_NS,      /* clone() with a CLONE_NEW* flag: EPERM */
+	POLICY_SYSCALL_IOCTL_TTY,     /* ioctl() TIOCSTI / TIOCLINUX: EPERM */
+	POLICY_SYSCALL_SOCKET_FAMILY, /* socket() outside AF_UNIX, AF_INET, AF_INET6: EAFNOSUPPORT */
 };
 
 struct policy_syscall_rule {

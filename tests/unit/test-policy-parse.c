@@ -147,8 +147,8 @@ static void test_defaults(void)
 		   strv_length(p->env.pass) == 5,
 	   "minimal environment passed");
 	is_int(POLICY_SYSCALLS_DEFAULT, p->syscalls.profile, "default syscall profile");
-	ok(strv_contains(d->optional, "landlock.net") && strv_contains(d->optional, "landlock.scope") &&
-		   strv_length(d->optional) == 2,
+	ok(strv_contains(d->optional, "landlock.net") &&
+		   strv_contains(d->optional, "landlock.scope") && strv_length(d->optional) == 2,
 	   "the default marks only Landlock net and scope optional");
 	{
 		const char doc2[] = "{\"version\": 1, \"filesystem\": {\"read\": [\"/usr\"], "
@@ -166,10 +166,18 @@ static void test_paths(void)
 	const struct {
 		const char *in, *out;
 	} cases[] = {
-		{ "/usr", "/usr" },         { "//usr///lib/", "/usr/lib" }, { "/./a/./b/.", "/a/b" },
-		{ "/", "/" },               { "~", "~" },                   { "~/", "~" },
-		{ "~/.ssh", "~/.ssh" },     { "~//a/./b", "~/a/b" },        { ".", "." },
-		{ "./", "." },              { "src", "./src" },             { "./src//x/", "./src/x" },
+		{ "/usr", "/usr" },
+		{ "//usr///lib/", "/usr/lib" },
+		{ "/./a/./b/.", "/a/b" },
+		{ "/", "/" },
+		{ "~", "~" },
+		{ "~/", "~" },
+		{ "~/.ssh", "~/.ssh" },
+		{ "~//a/./b", "~/a/b" },
+		{ ".", "." },
+		{ "./", "." },
+		{ "src", "./src" },
+		{ "./src//x/", "./src/x" },
 		{ ".git/hooks", "./.git/hooks" },
 	};
 	const char *bad[] = { "", "..", "/a/..", "a/../b", "~root", "~/..", "/a\nb" };
@@ -186,8 +194,8 @@ static void test_paths(void)
 		_cleanup_free_ char *c = NULL;
 		const char *reason = NULL;
 
-		is_int(-EINVAL, policy_path_canonicalize(bad[i], &c, &reason), "refuse \"%s\"",
-		       bad[i]);
+		is_int(-EINVAL, policy_path_canonicalize(bad[i], &c, &reason),
+		       "refuse bad path %zu", i);
 	}
 	ok(policy_path_under("~/a/b", "~"), "~/a/b is under ~");
 	ok(!policy_path_under("/home/u/a", "~"), "anchors never cover each other");
@@ -208,7 +216,8 @@ static void test_paths(void)
 static void test_resolve(void)
 {
 	_cleanup_policy_ struct policy *p = NULL;
-	struct compile_ctx ctx = { .cwd = "/home/u/proj", .home = "/home/u",
+	struct compile_ctx ctx = { .cwd = "/home/u/proj",
+				   .home = "/home/u",
 				   .mem_total = 8ULL << 30 };
 	struct field_error err = { "", "" };
 	const char doc[] = "{\"version\": 1, \"optional\": [\"path:~/.cache\"], "
@@ -250,6 +259,38 @@ static void test_file_limit(void)
 	       "a missing file is -ENOENT");
 }
 
+/* Every JSON example of docs/POLICY.md parses, and the default shown is the embedded one. */
+static void test_docs(void)
+{
+	_cleanup_free_ char *path = strdup_printf("%s/docs/POLICY.md", srcdir()), *doc = NULL;
+	unsigned n = 0;
+	bool default_shown = false;
+	char *c;
+
+	if (!path || read_full_file(path, 1 << 20, &doc, NULL) < 0)
+		bail("cannot read docs/POLICY.md");
+	for (c = doc; (c = strstr(c, "```json\n"));) {
+		_cleanup_policy_ struct policy *p = NULL;
+		struct field_error err = { "", "" };
+		char *end;
+
+		c += 8;
+		end = strstr(c, "```");
+		if (!end)
+			break;
+		*end = '\0';
+		n++;
+		if (!ok(policy_parse_string(c, strlen(c), &p, &err) == 0, "docs example %u parses",
+			n))
+			diag("%s: %s", err.field, err.reason);
+		if (streq(c, policy_default_json))
+			default_shown = true;
+		c = end + 3;
+	}
+	ok(n >= 3, "docs/POLICY.md has JSON examples (%u)", n);
+	ok(default_shown, "docs/POLICY.md shows the embedded default policy verbatim");
+}
+
 int main(void)
 {
 	plan_lazy();
@@ -259,5 +300,6 @@ int main(void)
 	test_paths();
 	test_resolve();
 	test_file_limit();
+	test_docs();
 	return tap_exit_status();
 }

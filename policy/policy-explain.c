@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json-cleanup.h"
+#include "common/util.h"
+#include "policy/policy-explain.h"
+#include "policy/policy-parse.h"
+#include "policy/policy-syscalls.h"
+
+struct explainer {
+	const struct policy *p; /* resolved */
+	const struct compile_ctx *ctx;
+	json_t *rules;
+	json_t *unenforced;
+	bool fails;
+	int error;
+};
+
+static const char *cgroup_name(enum policy_cgroup c)
+{
+	return c == POLICY_CGROUP_V2 ? "v2" : c == POLICY_CGROUP_V1 ? "v1" : "none";
+}
+
+static void push_str(struct explainer *e, json_t *a, const char *fmt, va_list ap)
+{
+	char *s = NULL;
+
+	if (vasprintf(&s, fmt, ap) < 0) {
+		e->error = -ENOMEM;
+		return;
+	}
+	if (json_array_append_new(a, json_string(s)) < 0)
+		e->error = -ENOMEM;
+	free(s);
+}
+
+static json_t *rule_new(struct explainer *e, const char *rule, const char *fmt, ...) _printf_(3, 4);
+static json_t *rule_new(struct explainer *e, const char *rule, const char *fmt, ...)
+{
+	_cleanup_free_ char *what = NULL;
+	va_list ap;
+	json_t *r;
+
+	va_start(ap, fmt);
+	if (vasprintf(&what, fmt, ap) < 0)
+		what = NULL;
+	va_end(ap);
+	r = json_pack("{s:s, s:s?, s:[], s:[], s:s}", "rule", rule, "what", what, "layers", "notes",
+		      "status", "enforced");
+	if (!r || json_array_append_new(e->rules, r) < 0) {
+		e->error = -ENOMEM;
+		return NULL;
+	}
+	return r;
+}
+
+static void layer(struct explainer *e, json_t *r, const char *fmt, ...) _printf_(3, 4);
+static void layer(struct explainer *e, json_t *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!r)
+		return;
+	va_start(ap, fmt);
+	push_str(e, json_object_get(r, "layers"), fmt, ap);
+	va_end(ap);
+}
+
+static void note(struct explainer *e, json_t *r, const char *fmt, ...) _printf_(3, 4);
+static void note(struct explainer *e, json_t *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!r)
+		return;
+	va_start(ap, fmt);
+	push_str(e, json_object_get(r, "notes"), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * A rule id the host cannot enforce: recorded once in "unenforced"; r's status becomes
+ * "skipped" (optional) or "fails". Returns true when enforceable.
+ */
+static bool require(struct explainer *e, json_t *r, bool available, const char *id, const char *fmt,
+		    ...) _printf_(5, 6);
+static bool require(struct explainer *e, json_t *r, bool available, const char *id, const char *fmt,
+		    ...)
+{
+	bool optional = policy_is_optional(e->p, id), seen = false;
+	_cleanup_free_ char *reason = NULL;
+	size_t i;
+	json_t *v;
+	va_list ap;
+
+	if (available)
+		return true;
+	va_start(ap, fmt);
+	if (vasprintf(&reason, fmt, ap) < 0)
+		reason = NULL;
+	va_end(ap);
+	if (!reason) {
+		e->error = -ENOMEM;
+		return false;
+	}
+	if (!optional)
+		e->fails = true;
+	json_array_foreach(e->unenforced, i, v)
+		if (streq(json_string_value(json_object_get(v, "rule")), id))
+			seen = true;
+	if (!seen &&
+	    json_array_append_new(e->unenforced, json_pack("{s:s, s:s, s:b}", "rule", id, "reason",
+							   reason, "optional", optional)) < 0)
+		e->error = -ENOMEM;
+	if (r) {
+		const char *st = json_string_value(json_object_get(r, "status"));
+
+		if (!optional || !streq_ptr(st, "fails"))
+			(void)json_object_set_new(r, "status",
+						  json_string(optional ? "skipped" : "fails"));
+		note(e, r, "%s: %s (%s)", id, reason,
+		     optional ? "optional: left out" : "required: the spawn fails");
+	}
+	return false;
+}
+
+static const char *landlock_rights(unsigned abi, bool write)
+{
+	if (!write)
+		return "execute, read-file, read-dir";
+	if (abi >= 5)
+		return "every filesystem right";
+	if (abi >= 3)
+		return "every filesystem right this ABI knows (ioctl-dev not handled before ABI 5)";
+	if (abi >= 2)
+		return "every filesystem right this ABI knows (truncate not handled before ABI 3)";
+	return "every filesystem right this ABI knows (no refer before ABI 2: cross-directory "
+	       "renames and links are refused)";
+}
+
+/* The innermost writable area (for Landlock) that contains path, other than path itself. */
+static const char *writable_parent(const struct explainer *e, const char *path)
+{
+	const struct policy *p = e->p;
+	const char *best = NULL;
+
+	for (char **w = p->fs.write; w && *w; w++)
+		if (!streq(*w, path) && policy_path_under(path, *w) &&
+		    (!best || strlen(*w) > strlen(best)))
+			best = *w;
+	if (p->fs.workspace.present && p->fs.workspace.access == POLICY_ACCESS_READ_WRITE) {
+		const char *t = p->fs.workspace.mount_at ? p->fs.workspace.mount_at
+							 : p->fs.workspace.path;
+
+		if (!streq(t, path) && policy_path_under(path, t) &&
+		    (!best || strlen(t) > strlen(best)))
+			best = t;
+	}
+	if (p->fs.tmp == POLICY_TMP_PRIVATE && policy_path_under(path, "/tmp") &&
+	    !streq(path, "/tmp") && !best)
+		best = "/tmp";
+	if (p->fs.home == POLICY_HOME_TMPFS && policy_path_under(path, e->ctx->home) &&
+	    !streq(path, e->ctx->home) && !best)
+		best = e->ctx->home;
+	return best;
+}
+
+static const char *granted_parent(const struct explainer *e, const char *path)
+{
+	const struct policy *p = e->p;
+	const char *best = writable_parent(e, path);
+
+	for (char **rd = p->fs.read; rd && *rd; rd++)
+		if (policy_path_under(path, *rd) && (!best || strlen(*rd) > strlen(best)))
+			best = *rd;
+	return best;
+}
+
+static void explain_landlock_path(struct explainer *e, json_t *r, const char *path, bool write)
+{
+	const unsigned abi = e->ctx->caps.landlock_abi;
+	const char *wp;
+
+	if (!require(e, NULL, abi >= 1, "landlock", "the launcher has no Landlock (ABI 0)")) {
+		note(e, r, "no Landlock on this host: only the mount namespace enforces this");
+		return;
+	}
+	layer(e, r, "Landlock ABI %u: %s", abi, landlock_rights(abi, write));
+	wp = write ? NULL : writable_parent(e, path);
+	if (wp)
+		note(e, r,
+		     "Landlock grants write below \"%s\", so only the read-only mount keeps \"%s\" "
+		     "read-only",
+		     wp, path);
+}
+
+static void explain_filesystem(struct explainer *e)
+{
+	const struct policy *p = e->p;
+	char field[256];
+	json_t *r;
+
+	r = rule_new(e, "filesystem", "a fresh root: anything not listed does not exist");
+	layer(e, r, "mount namespace: a new tmpfs root, pivot_root, then remounted read-only");
+	if (e->ctx->caps.landlock_abi >= 1)
+		layer(e, r, "Landlock ABI %u: only the listed paths are granted",
+		      e->ctx->caps.landlock_abi);
+	else
+		require(e, r, false, "landlock", "the launcher has no Landlock (ABI 0)");
+
+	for (size_t i = 0; p->fs.read && p->fs.read[i]; i++) {
+		json_path_index(field, sizeof(field), "filesystem.read", i);
+		r = rule_new(e, field, "\"%s\" readable and executable", p->fs.read[i]);
+		layer(e, r, "mount namespace: read-only bind mount (nosuid, nodev)");
+		explain_landlock_path(e, r, p->fs.read[i], false);
+		if (p->fs.read_is_default)
+			note(e, r, "a default system directory: left out if absent on this host");
+	}
+	for (size_t i = 0; p->fs.write && p->fs.write[i]; i++) {
+		json_path_index(field, sizeof(field), "filesystem.write", i);
+		r = rule_new(e, field, "\"%s\" readable and writable", p->fs.write[i]);
+		layer(e, r, "mount namespace: read-write bind mount (nosuid, nodev)");
+		explain_landlock_path(e, r, p->fs.write[i], true);
+	}
+	if (p->fs.workspace.present) {
+		const struct policy_workspace *w = &p->fs.workspace;
+		bool rw = w->access == POLICY_ACCESS_READ_WRITE;
+		const char *t = w->mount_at ? w->mount_at : w->path;
+
+		r = rule_new(e, "filesystem.workspace", "the workspace \"%s\" %s at \"%s\"",
+			     w->path, rw ? "read-write" : "read-only", t);
+		layer(e, r, "mount namespace: %s bind mount (nosuid, nodev)",
+		      rw ? "read-write" : "read-only");
+		explain_landlock_path(e, r, t, rw);
+	}
+	for (size_t i = 0; p->fs.deny && p->fs.deny[i]; i++) {
+		const char *gp = granted_parent(e, p->fs.deny[i]);
+
+		json_path_index(field, sizeof(field), "filesystem.deny", i);
+		r = rule_new(e, field, "\"%s\" hidden", p->fs.deny[i]);
+		if (!gp) {
+			layer(e, r, "mount namespace: not mounted at all (nothing exposes it)");
+			if (e->ctx->caps.landlock_abi >= 1)
+				layer(e, r, "Landlock ABI %u: not granted",
+				      e->ctx->caps.landlock_abi);
+			continue;
+		}
+		layer(e, r, "mount namespace: an empty read-only mount over it");
+		note(e, r,
+		     "Landlock cannot take away what \"%s\" grants; only the overmount hides it",
+		     gp);
+		if (writable_parent(e, p->fs.deny[i]))
+			note(e, r,
+			     "if it does not exist, the sandbox can create it below the writable "
+			     "\"%s\"",
+			     gp);
+	}
+	if (p->fs.tmp == POLICY_TMP_PRIVATE) {
+		r = rule_new(e, "filesystem.tmp", "a private /tmp");
+		layer(e, r, "mount namespace: a fresh tmpfs (%s), discarded at exit", "256 MiB");
+	} else {
+		r = rule_new(e, "filesystem.tmp", "no /tmp");
+		layer(e, r, "mount namespace: not mounted");
+	}
+	r = rule_new(e, "filesystem.home", "$HOME (\"%s\") %s", e->ctx->home,
+		     p->fs.home == POLICY_HOME_TMPFS ? "a private writable tmpfs"
+						     : "an empty read-only directory");
+	layer(e, r, "mount namespace: %s",
+	      p->fs.home == POLICY_HOME_TMPFS ? "a fresh tmpfs, mode 0700" : "an empty directory");
+	r = rule_new(e, "/proc, /dev", "the sandbox's own /proc and a minimal /dev");
+	layer(e, r, "pid namespace: procfs shows only the sandbox's processes (hidepid)");
+	layer(e, r, "mount namespace: /dev holds null zero full random urandom tty, pts, shm");
+}
+
+static void explain_network(struct explainer *e)
+{
+	const struct policy *p = e->p;
+	const unsigned abi = e->ctx->caps.landlock_abi;
+	json_t *r;
+
+	r = rule_new(e, "network.mode", "\"%s\"", policy_network_to_string(p->net.mode));
+	if (p->net.mode > e->ctx->caps.floor_max_network) {
+		(void)json_object_set_new(r, "status", json_string("fails"));
+		note(e, r, "the launcher's admin floor allows at most \"%s\"",
+		     policy_network_to_string(e->ctx->caps.floor_max_network));
+		e->fails = true;
+	}
+	switch (p->net.mode) {
+	case POLICY_NETWORK_NONE:
+		layer(e, r, "network namespace: a new one with only loopback");
+		if (abi >= 1 &&
+		    require(e, r, abi >= 4, "landlock.net",
+			    "TCP rules need Landlock ABI 4, the launcher reports %u", abi))
+			layer(e, r,
+			      "Landlock ABI %u: TCP bind and connect denied, even on loopback",
+			      abi);
+		break;
+	case POLICY_NETWORK_LOOPBACK:
+		layer(e, r, "network namespace: a new one with only loopback (TCP on it allowed)");
+		break;
+	case POLICY_NETWORK_PROXY:
+		layer(e, r, "network namespace: a new one with only loopback");
+		layer(e, r,
+		      "proxy: the controller's filtering proxy listens on 127.0.0.1:3128 "
+		      "inside it (HTTP CONNECT, HTTP, SOCKS5); *_PROXY variables set");
+		if (abi >= 1 &&
+		    require(e, r, abi >= 4, "landlock.net",
+			    "TCP rules need Landlock ABI 4, the launcher reports %u", abi))
+			layer(e, r,
+			      "Landlock ABI %u: TCP connect only to the proxy port, bind denied",
+			      abi);
+		r = rule_new(e, "network.allowDomains",
+			     "%zu domain patterns, %zu denied, %zu ports",
+			     strv_length(p->net.allow_domains), strv_length(p->net.deny_domains),
+			     p->net.n_allow_ports);
+		layer(e, r, "proxy: each connection is checked and audited by the controller");
+		break;
+	case POLICY_NETWORK_HOST:
+		layer(e, r, "none: the host's network namespace is shared");
+		if (abi >= 1 &&
+		    require(e, r, abi >= 4, "landlock.net",
+			    "TCP rules need Landlock ABI 4, the launcher reports %u", abi))
+			layer(e, r,
+			      "Landlock ABI %u: TCP connect only to allowPorts (%zu), bind "
+			      "denied",
+			      abi, p->net.n_allow_ports);
+		note(e, r, "UDP, ICMP and other protocols are not restricted in host mode");
+		break;
+	}
+	if (abi >= 1) {
+		r = rule_new(e, "landlock.scope", "no abstract unix sockets or signals outside");
+		if (require(e, r, abi >= 6, "landlock.scope",
+			    "abstract unix socket and signal scoping need Landlock ABI 6, the "
+			    "launcher reports %u",
+			    abi))
+			layer(e, r, "Landlock ABI %u: scoped abstract unix sockets and signals",
+			      abi);
+		layer(e, r, "pid and ipc namespaces: other processes are not visible");
+	}
+}
+
+static void explain_limits(struct explainer *e)
+{
+	const struct policy_limits *l = &e->p->limits;
+	const enum policy_cgroup cg = e->ctx->caps.cgroup;
+	json_t *r;
+
+	r = rule_new(e, "limits.pids", "at most %llu processes", (unsigned long long)l->pids);
+	if (require(e, r, cg != POLICY_CGROUP_NONE, "limits.pids",
+		    "the launcher has no cgroup to count processes in"))
+		layer(e, r, "cgroup %s: pids.max", cgroup_name(cg));
+	r = rule_new(e, "limits.memoryBytes", "at most %llu bytes of memory",
+		     (unsigned long long)l->memory_bytes);
+	if (require(e, r, cg != POLICY_CGROUP_NONE, "limits.memoryBytes",
+		    "the launcher has no cgroup to limit memory in"))
+		layer(e, r, "cgroup %s: %s", cgroup_name(cg),
+		      cg == POLICY_CGROUP_V2 ? "memory.max" : "memory.limit_in_bytes");
+	if (l->cpu_seconds) {
+		r = rule_new(e, "limits.cpuSeconds", "%llu CPU seconds per process",
+			     (unsigned long long)l->cpu_seconds);
+		layer(e, r, "rlimit: RLIMIT_CPU (each process; children start their own count)");
+	} else {
+		r = rule_new(e, "limits.cpuSeconds", "no CPU time limit (0)");
+	}
+	if (l->wall_seconds) {
+		r = rule_new(e, "limits.wallSeconds", "killed after %llu seconds",
+			     (unsigned long long)l->wall_seconds);
+		layer(e, r, "launcherd: a timer kills the whole tree (pid namespace and cgroup)");
+	} else {
+		r = rule_new(e, "limits.wallSeconds", "no wall-clock limit (0)");
+	}
+	r = rule_new(e, "limits.maxOutputBytes", "%llu bytes captured per stream",
+		     (unsigned long long)l->max_output_bytes);
+	layer(e, r, "controller: output past the cap is drained and reported as truncated");
+	r = rule_new(e, "limits.files", "at most %llu open files per process",
+		     (unsigned long long)l->files);
+	layer(e, r, "rlimit: RLIMIT_NOFILE; core dumps off (RLIMIT_CORE 0)");
+}
+
+static void explain_rest(struct explainer *e)
+{
+	const struct policy *p = e->p;
+	_cleanup_free_ struct policy_syscall_rule *rules = NULL;
+	size_t n = 0;
+	json_t *r;
+
+	r = rule_new(e, "syscalls", "profile \"%s\"",
+		     policy_syscall_profile_to_string(p->syscalls.profile));
+	if (policy_syscall_spec(p, &rules, &n) < 0)
+		e->error = -ENOMEM;
+	if (require(e, r, e->ctx->caps.seccomp, "seccomp", "the launcher has no seccomp"))
+		layer(e, r,
+		      "seccomp: %zu syscalls denied or restricted, stacked on launcherd's "
+		      "floor filter",
+		      n);
+	if (!e->ctx->caps.seccomp && e->ctx->caps.floor_require_seccomp) {
+		(void)json_object_set_new(r, "status", json_string("fails"));
+		e->fails = true;
+	}
+	r = rule_new(e, "env", "%zu variables passed, %zu set, HOME rewritten",
+		     strv_length(p->env.pass), strv_length(p->env.set));
+	layer(e, r, "controller: the environment is built from the policy only");
+	r = rule_new(e, "hostExecution", p->host_execution ? "allowed" : "not allowed");
+	layer(e, r, "controller: the unconfined host launcher is %s",
+	      p->host_execution ? "usable if the admin floor allows it" : "never used");
+	r = rule_new(e, "identity", "the caller's uid and gid, no capabilities, no_new_privs");
+	if (e->ctx->caps.mode == POLICY_LAUNCHER_PRIVILEGED)
+		layer(e, r,
+		      "launcherd (privileged): namespaces built as root, then the caller's "
+		      "uid/gid/groups with an empty capability set");
+	else
+		layer(e, r, "launcherd (user mode): a user namespace mapping only the caller");
+	if (e->ctx->caps.floor_require_landlock && e->ctx->caps.landlock_abi == 0) {
+		(void)json_object_set_new(r, "status", json_string("fails"));
+		note(e, r, "the launcher's admin floor requires Landlock, which this host lacks");
+		e->fails = true;
+	}
+}
+
+int policy_explain(const struct policy *policy, const struct compile_ctx *ctx, json_t **ret)
+{
+	_cleanup_policy_ struct policy *p = NULL;
+	_cleanup_json_ json_t *out = NULL, *rules = json_array(), *unenf = json_array();
+	struct field_error err;
+	struct explainer e;
+	int r;
+
+	if (!rules || !unenf)
+		return -ENOMEM;
+	r = policy_copy(policy, &p);
+	if (r < 0)
+		return r;
+	r = policy_resolve(p, ctx, &err);
+	if (r < 0)
+		return r;
+	e = (struct explainer){ .p = p, .ctx = ctx, .rules = rules, .unenforced = unenf };
+	explain_filesystem(&e);
+	explain_network(&e);
+	explain_limits(&e);
+	explain_rest(&e);
+	if (e.error < 0)
+		return e.error;
+	out = json_pack("{s:{s:s, s:i, s:b, s:s, s:b}, s:O, s:O, s:s}", "host", "launcher",
+			ctx->caps.mode == POLICY_LAUNCHER_PRIVILEGED ? "privileged" : "user",
+			"landlockAbi", (int)ctx->caps.landlock_abi, "seccomp", ctx->caps.seccomp,
+			"cgroup", cgroup_name(ctx->caps.cgroup), "userns", ctx->caps.userns,
+			"rules", rules, "unenforced", unenf, "spawn", e.fails ? "fails" : "ok");
+	if (!out)
+		return -ENOMEM;
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+int policy_explain_format_text(json_t *x, char **ret)
+{
+	json_t *host = json_object_get(x, "host"), *v, *s;
+	_cleanup_free_ char *buf = NULL;
+	size_t size = 0, i, k;
+	FILE *f = open_memstream(&buf, &size);
+
+	if (!f)
+		return -ENOMEM;
+	fprintf(f,
+		"Host: launcherd %s mode, Landlock ABI %lld, seccomp %s, cgroup %s, user "
+		"namespaces %s\n",
+		json_string_value(json_object_get(host, "launcher")),
+		(long long)json_integer_value(json_object_get(host, "landlockAbi")),
+		json_is_true(json_object_get(host, "seccomp")) ? "yes" : "no",
+		json_string_value(json_object_get(host, "cgroup")),
+		json_is_true(json_object_get(host, "userns")) ? "yes" : "no");
+	json_array_foreach(json_object_get(x, "rules"), i, v) {
+		const char *st = json_string_value(json_object_get(v, "status"));
+
+		if (streq_ptr(st, "enforced"))
+			fprintf(f, "\n%s: %s\n", json_string_value(json_object_get(v, "rule")),
+				json_string_value(json_object_get(v, "what")));
+		else
+			fprintf(f, "\n%s: %s  [%s]\n",
+				json_string_value(json_object_get(v, "rule")),
+				json_string_value(json_object_get(v, "what")), st);
+		json_array_foreach(json_object_get(v, "layers"), k, s)
+			fprintf(f, "    enforced by %s\n", json_string_value(s));
+		json_array_foreach(json_object_get(v, "notes"), k, s)
+			fprintf(f, "    note: %s\n", json_string_value(s));
+	}
+	if (json_array_size(json_object_get(x, "unenforced")) > 0) {
+		fputs("\nCannot be enforced on this host:\n", f);
+		json_array_foreach(json_object_get(x, "unenforced"), i, v)
+			fprintf(f, "  %s: %s (%s)\n", json_string_value(json_object_get(v, "rule")),
+				json_string_value(json_object_get(v, "reason")),
+				json_is_true(json_object_get(v, "optional"))
+					? "optional: left out"
+					: "required: the spawn fails");
+	}
+	fprintf(f, "\nResult: %s\n",
+		streq_ptr(json_string_value(json_object_get(x, "spawn")), "ok")
+			? "every required rule is enforced; the spawn can proceed"
+			: "the spawn fails on this host");
+	if (fclose(f) != 0)
+		return -ENOMEM;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}

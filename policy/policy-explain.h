@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * "cordon policy explain": for a policy and the launcher's reported capabilities, which layers
+ * enforce each rule on this host (mount namespace, Landlock ABI n, seccomp, network namespace,
+ * the controller's proxy, cgroup v1/v2, rlimits, launcherd's timer, the controller) and which
+ * rules cannot be enforced (then the spawn fails unless the rule is optional). It mirrors
+ * policy_compile()'s decisions without touching the filesystem or libseccomp.
+ *
+ * The JSON: {"host": {...}, "rules": [{"rule", "what", "layers": [..], "notes": [..],
+ * "status"}], "unenforced": [{"rule", "reason", "optional"}], "spawn": "ok"|"fails"}; status is
+ * "enforced", "skipped" (optional, not enforceable here) or "fails".
+ */
+#pragma once
+
+#include <jansson.h>
+
+#include "policy/policy-model.h"
+
+int policy_explain(const struct policy *policy, const struct compile_ctx *ctx, json_t **ret);
+/* Render an explanation as text for the CLI. */
+int policy_explain_format_text(json_t *explanation, char **ret);

@@ -1,0 +1,63 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# End-to-end spawn through a privileged launcherd: hello, output, exit codes, identity of the
+# requester, the confinement state of the payload, set-up and exec errors, nothing leaked.
+. "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
+ld_require_root
+ld_start
+plan 16
+
+run_sh() { make_plan "$T/p.json" "$(jq -nc --arg c "$1" '["/bin/sh","-c",$c]')"; shift; ld_run "$@" $STD_FDS "$T/p.json"; }
+
+fds_before=$(ls /proc/$LD_PID/fd | wc -l)
+
+"$LP" --socket "$T/ld.sock" --hello --result "$T/result.json"
+check "hello: privileged mode, uid 0" test "$(jq -r '.mode + " " + (.uid|tostring)' "$T/result.json")" = "privileged 0"
+check "hello: reports Landlock ABI and the floor" test "$(jq -r '(.landlockAbi > 0) and (.floor.maxNetwork == "proxy")' "$T/result.json")" = true
+
+out=$(run_sh 'echo hello')
+check "stdout reaches the requester" test "$out" = hello
+check "exit report: exited 0" test "$(json_field reason)/$(json_field exitCode)" = "exited/0"
+
+run_sh 'exit 7' >/dev/null
+check "exit code is passed through" test "$?/$(json_field exitCode)" = "7/7"
+
+out=$(run_sh 'id -u; id -g; id -G' --user $TEST_USER1)
+uid=$(id -u $TEST_USER1)
+gid=$(id -g $TEST_USER1)
+check "runs as the connecting user (SO_PEERCRED), not root" test "$(echo $out)" = "$uid $gid $gid"
+
+out=$(run_sh 'grep -E "^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):" /proc/self/status | tr -s "\t" " "' --user $TEST_USER1)
+check "zero capabilities in every set, bounding set empty" test "$(echo "$out" | grep -c ' 0000000000000000')" = 5
+check "no_new_privs set and seccomp filtering" test "$(echo "$out" | grep -E 'NoNewPrivs|Seccomp:' | tr '\n' ' ')" = "NoNewPrivs: 1 Seccomp: 2 "
+
+out=$(run_sh 'echo $$; hostname; ls /')
+check "payload is pid 1 of its own pid namespace, hostname cordon" test "$(echo $out | cut -d' ' -f1-2)" = "1 cordon"
+check "fresh root: only what the plan mounted" test "$(echo $out | cut -d' ' -f3-)" = "bin dev lib lib64 probe proc sbin tmp usr work"
+
+make_plan "$T/p.json" '["/no/such/program"]'
+ld_run $STD_FDS "$T/p.json" >/dev/null 2>&1
+rc=$?
+check "exec of a missing program: exec-failed errno 2, exit 127" test "$rc/$(json_field code)/$(json_field errno)" = "127/exec-failed/2"
+
+make_plan "$T/p.json" '["/bin/true"]'
+sed -i 's|"cwd": "/"|"cwd": "/nonexistent"|' "$T/p.json"
+ld_run $STD_FDS "$T/p.json" >/dev/null 2>&1
+check "set-up failure names the step (cwd) and errno" test "$(json_field code)/$(json_field step)/$(json_field errno)" = "setup-failed/cwd/2"
+
+make_plan "$T/p0.json" '["/bin/true"]'
+jq '.mounts |= .[0:7] + [{"type": "bind", "source": 4, "target": "/work/newdir"}] + .[7:]' "$T/p0.json" >"$T/p.json"
+ld_run $STD_FDS "$T/p.json" >/dev/null 2>&1
+check "no mount point is created inside a requester's bind (mount step, field named)" \
+	test "$(json_field step)/$(json_field field)/$(json_field errno)/$(test -e "$T/work/newdir" && echo created)" = "mount/plan.mounts[7]/2/"
+
+# User mode: same plan, unprivileged launcherd started by the client over a socketpair.
+out=$(run_sh 'echo $$ $(id -u)' --user $TEST_USER1 --user-mode)
+check "user mode: sandbox runs as the user, pid 1" test "$out" = "1 $uid"
+out=$(run_sh 'cat /proc/self/uid_map' --user $TEST_USER1 --user-mode)
+check "user mode: only the user is mapped, to itself" test "$(echo $out)" = "$uid $uid 1"
+
+sleep 0.2
+fds_after=$(ls /proc/$LD_PID/fd | wc -l)
+check "launcherd leaked no fd over $((_tap_n)) spawns ($fds_before -> $fds_after)" test "$fds_before" = "$fds_after"
+tap_done

@@ -1,0 +1,89 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Limits and teardown: pids and memory limits (cgroup in privileged mode, RLIMIT_NPROC in user
+# mode), wall-clock timeout, cancel and die-with-requester taking the whole tree down, and the
+# per-sandbox cgroup removed afterwards.
+. "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
+ld_require_root
+ld_start
+plan 17
+
+cg_count() { ls -d /sys/fs/cgroup/pids/cordon/sb-* /sys/fs/cgroup/memory/*/*/cordon/sb-* /sys/fs/cgroup/memory/cordon/sb-* 2>/dev/null | wc -l; }
+# tree_gone FILE: no process of the sandbox is left (they all have FILE on their command line).
+tree_gone() {
+	for _ in $(seq 1 50); do
+		pgrep -f "probe sleep-tree $1" >/dev/null || return 0
+		sleep 0.05
+	done
+	return 1
+}
+wait_file() { for _ in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+
+cg_before=$(cg_count)
+
+make_plan "$T/p.json" '["/probe/probe", "forkloop", "100"]' ', "cgroup": {"pidsMax": 16}'
+ld_run --user $TEST_USER1 $STD_FDS "$T/p.json" >"$T/out" 2>&1
+rc=$?
+check "pids limit: a bounded fork loop is stopped" test "$rc" = 1
+check "pids limit: reported in the exit report" test "$(jq -r .limits.pids "$T/result.json")" = true
+
+make_plan "$T/p.json" '["/probe/probe", "alloc", "256"]' ', "cgroup": {"memoryMaxBytes": 33554432}'
+ld_run --user $TEST_USER1 $STD_FDS "$T/p.json" >"$T/out" 2>&1
+rc=$?
+check "memory limit: a 256 MiB allocation under a 32 MiB limit is killed" test "$rc" = 137
+check "memory limit: reason memory, limit reported" test "$(json_field reason)/$(jq -r .limits.memory "$T/result.json")" = "memory/true"
+
+check "cgroups of finished sandboxes are removed" test "$(cg_count)" = "$cg_before"
+
+make_plan "$T/p.json" '["/probe/probe", "sleep-tree", "/work/ready-timeout"]' ', "timeoutMs": 300'
+ld_run --user $TEST_USER1 $STD_FDS "$T/p.json" >"$T/out" 2>&1
+rc=$?
+check "timeout: the sandbox is killed (SIGKILL) with reason timeout" test "$rc/$(json_field reason)" = "137/timeout"
+check "timeout: children and grandchildren are gone too" tree_gone /work/ready-timeout
+
+# Cancel through a kill request from another connection of the same user.
+rm -f "$T/work/ready-cancel" "$T/id"
+make_plan "$T/p.json" '["/probe/probe", "sleep-tree", "/work/ready-cancel"]' ', "cgroup": {"pidsMax": 64}'
+as_user $TEST_USER1 "$LP" --socket "$T/ld.sock" $STD_FDS --id-file "$T/id" --result "$T/cancel.json" "$T/p.json" >/dev/null 2>&1 &
+client=$!
+wait_file "$T/work/ready-cancel"
+check "cancel: the grandchild was running" test -s "$T/work/ready-cancel"
+as_user $TEST_USER1 "$LP" --socket "$T/ld.sock" --kill "$(cat "$T/id")" --result "$T/kill.json" >/dev/null 2>&1
+check "cancel: kill request answered ok" test "$(jq -r .type "$T/kill.json")" = ok
+wait $client
+check "cancel: reason killed" test "$(jq -r .reason "$T/cancel.json")" = killed
+check "cancel: no process of the tree survives" tree_gone /work/ready-cancel
+
+# Die with the requester: the client is killed; launcherd kills its sandbox.
+make_plan "$T/p.json" '["/probe/probe", "sleep-tree", "/work/ready-dwr"]'
+as_user $TEST_USER1 "$LP" --socket "$T/ld.sock" $STD_FDS "$T/p.json" >/dev/null 2>&1 &
+client=$!
+wait_file "$T/work/ready-dwr"
+kill -9 $client
+wait $client 2>/dev/null
+check "die-with-requester: the whole tree dies with the connection" tree_gone /work/ready-dwr
+
+# dieWithRequester false: survives the requester, still killed on its timeout.
+make_plan "$T/p.json" '["/probe/probe", "sleep-tree", "/work/ready-nodwr"]' ', "timeoutMs": 1500'
+sed -i 's/"dieWithRequester": true/"dieWithRequester": false/' "$T/p.json"
+as_user $TEST_USER1 "$LP" --socket "$T/ld.sock" $STD_FDS "$T/p.json" >/dev/null 2>&1 &
+client=$!
+wait_file "$T/work/ready-nodwr"
+kill -9 $client
+wait $client 2>/dev/null
+sleep 0.3
+check "dieWithRequester false: the sandbox outlives its requester" pgrep -f "probe sleep-tree /work/ready-nodwr" >/dev/null
+check "…and is still killed by its timeout" tree_gone /work/ready-nodwr
+
+# User mode: pids through RLIMIT_NPROC in the sandbox's user namespace.
+make_plan "$T/p.json" '["/probe/probe", "forkloop", "100"]' ', "cgroup": {"pidsMax": 16}'
+ld_run --user-mode --user $TEST_USER1 $STD_FDS "$T/p.json" >"$T/out" 2>&1
+check "user mode: the pids limit holds without a cgroup (RLIMIT_NPROC per user ns)" test $? = 1
+make_plan "$T/p.json" '["/bin/true"]' ', "cgroup": {"memoryMaxBytes": 33554432}'
+ld_run --user-mode --user $TEST_USER1 $STD_FDS "$T/p.json" >"$T/out" 2>&1
+check "user mode: a memory limit it cannot enforce fails the spawn, naming the field" \
+	test "$(json_field code)/$(json_field field)" = "setup-failed/plan.cgroup.memoryMaxBytes"
+
+sleep 0.2
+check "no cgroup left behind" test "$(cg_count)" = "$cg_before"
+tap_done

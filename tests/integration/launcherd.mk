@@ -1,0 +1,17 @@
+## cordon-launcherd integration tests (issue 3): shell TAP run against a real launcherd on a
+## temporary socket, as root (privileged mode) and as the test users cordon-test1/2 (user mode,
+## cross-user checks). Helpers: launch-plan (a ctl-launcher client), probe (escape attempts run
+## inside the sandbox), no-userns (a client that cannot create user namespaces).
+check_PROGRAMS += tests/helpers/launch-plan tests/helpers/probe tests/helpers/no-userns
+tests_helpers_launch_plan_SOURCES = tests/helpers/launch-plan.c
+tests_helpers_launch_plan_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_helpers_launch_plan_LDADD = libctl_launcher.a libipc.a libcommon.a $(JANSSON_LIBS)
+tests_helpers_probe_SOURCES = tests/helpers/probe.c
+tests_helpers_no_userns_SOURCES = tests/helpers/no-userns.c
+tests_helpers_no_userns_CFLAGS = $(AM_CFLAGS) $(LIBSECCOMP_CFLAGS)
+tests_helpers_no_userns_LDADD = $(LIBSECCOMP_LIBS)
+
+launcherd_integration_tests = \
+	tests/integration/launcherd-basic.sh
+TESTS += $(launcherd_integration_tests)
+EXTRA_DIST += $(launcherd_integration_tests) tests/integration/launcherd-lib.sh
