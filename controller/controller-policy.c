@@ -20,6 +20,7 @@
 #include "ipc/ipc-json.h"
 #include "policy/policy-compile.h"
 #include "policy/policy-default.h"
+#include "policy/policy-explain.h"
 #include "policy/policy-parse.h"
 
 #define ARGV_MAX 4096
@@ -253,6 +254,32 @@ int method_policy_check(struct client *cl, json_t *id, json_t *params, int *fds,
 		r = reply_policy_error(cl, id, r, &fe);
 	else
 		r = client_reply(cl, id, json_pack("{s:b,s:o}", "ok", true, "policy", normalized));
+	request_ctx_done(&rc);
+	return r;
+}
+
+int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	static const char *const keys[] = { "policy", "policyPatch", "callerCwd", NULL };
+	struct request_ctx rc = { 0 };
+	struct field_error fe = { 0 };
+	json_t *explanation = NULL;
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	r = ipc_json_check_keys(params, keys, "params", &fe);
+	if (r >= 0)
+		r = request_ctx_init(cl->ctl, params, false, &rc, &fe);
+	if (r >= 0)
+		r = policy_explain(rc.policy, &rc.ctx, &explanation);
+	if (r < 0) {
+		r = reply_policy_error(cl, id, r, &fe);
+		goto out;
+	}
+	if (policy_explain_format_text(explanation, &text) >= 0)
+		json_object_set_new(explanation, "text", json_string(text));
+	r = client_reply(cl, id, explanation);
+out:
 	request_ctx_done(&rc);
 	return r;
 }

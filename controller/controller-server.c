@@ -38,6 +38,7 @@ static const struct method {
 	{ "process.list", method_process_list },
 	{ "events.subscribe", method_events_subscribe },
 	{ "policy.check", method_policy_check },
+	{ "policy.explain", method_policy_explain },
 	{ "host.doctor", method_host_doctor },
 };
 
