@@ -241,6 +241,7 @@ int main(int argc, char **argv)
 		controller_client_free(ctl.clients);
 	controller_launcher_stop(&ctl);
 	controller_processes_free(&ctl);
+	controller_sandboxes_free(&ctl);
 	event_source_free(idle_src);
 	event_source_free(sig_src);
 	event_source_free(ctl.listen_src);

@@ -21,6 +21,7 @@
 #include "policy/policy-compile.h"
 #include "policy/policy-default.h"
 #include "policy/policy-explain.h"
+#include "policy/policy-narrow.h"
 #include "policy/policy-parse.h"
 
 #define ARGV_MAX 4096
@@ -74,7 +75,8 @@ int controller_request_policy(struct controller *c, json_t *params, json_t **ret
 			      struct field_error *fe)
 {
 	_cleanup_json_ json_t *doc = NULL;
-	json_t *given = NULL, *patch = NULL;
+	json_t *given = NULL, *patch = NULL, *sb_doc = NULL;
+	const char *sandbox = NULL;
 	int r;
 
 	r = ipc_json_get_object(params, "policy", false, "params", &given, fe);
@@ -83,29 +85,26 @@ int controller_request_policy(struct controller *c, json_t *params, json_t **ret
 	r = ipc_json_get_object(params, "policyPatch", false, "params", &patch, fe);
 	if (r < 0)
 		return r;
-	if (given)
+	r = ipc_json_get_string(params, "sandbox", false, "params", &sandbox, fe);
+	if (r < 0)
+		return r;
+	if (sandbox) {
+		/* Inside an acquired sandbox its policy is the base; a patch may only narrow it
+		 * (checked after parsing, see request_ctx_init()). */
+		if (given)
+			return field_error_set(fe, -EINVAL, "params", "policy",
+					       "a process in a sandbox takes the sandbox's policy "
+					       "(narrow it with policyPatch)");
+		sb_doc = controller_sandbox_policy_doc(c, sandbox);
+		if (!sb_doc)
+			return field_error_set(fe, -ENOENT, "params", "sandbox", "no such sandbox");
+		doc = json_deep_copy(sb_doc);
+	} else if (given)
 		doc = json_deep_copy(given);
 	else {
 		json_error_t je;
-		json_t *read, *opt, *v;
-		size_t i;
 
-		/* The default's system directories differ between hosts (/lib64, /libx32): mark
-		 * them optional so an absent one is skipped, while a path the caller adds with
-		 * the patch must exist. */
 		doc = json_loads(policy_default_json, JSON_REJECT_DUPLICATES, &je);
-		read = json_object_get(json_object_get(doc, "filesystem"), "read");
-		opt = json_object_get(doc, "optional");
-		if (!opt) {
-			opt = json_array();
-			json_object_set_new(doc, "optional", opt);
-		}
-		json_array_foreach (read, i, v) {
-			_cleanup_free_ char *id = strdup_printf("path:%s", json_string_value(v));
-
-			if (!id || json_array_append_new(opt, json_string(id)) < 0)
-				return -ENOMEM;
-		}
 	}
 	if (!doc)
 		return -ENOMEM;
@@ -185,7 +184,37 @@ static int request_ctx_init(struct controller *c, json_t *params, bool need_argv
 		if (r < 0)
 			return r;
 	}
+	r = policy_resolve(rc->policy, &rc->ctx, fe);
+	if (r < 0)
+		return r;
+	{
+		const char *sandbox = NULL;
+		const struct policy *parent;
+
+		(void)ipc_json_get_string(params, "sandbox", false, "params", &sandbox, fe);
+		parent = sandbox ? controller_sandbox_policy(c, sandbox) : NULL;
+		if (parent) {
+			r = policy_narrow(parent, rc->policy, fe);
+			if (r < 0)
+				return r;
+		}
+	}
 	return 0;
+}
+
+int controller_request_policy_parsed(struct controller *c, json_t *params, json_t **ret_doc,
+				     struct policy **ret_policy, struct field_error *fe)
+{
+	struct request_ctx rc = { 0 };
+	int r;
+
+	r = request_ctx_init(c, params, false, &rc, fe);
+	if (r >= 0)
+		r = policy_to_json(rc.policy, ret_doc);
+	if (r >= 0)
+		*ret_policy = TAKE_PTR(rc.policy);
+	request_ctx_done(&rc);
+	return r;
 }
 
 int controller_compile_request(struct controller *c, json_t *params, struct ctl_plan *ret,

@@ -74,6 +74,10 @@ struct process {
 	json_t *exit; /* the launcher's exit report, once it came */
 	struct waiter *waiters;
 	bool finished;
+	char *group; /* the acquired sandbox (sandbox.acquire) it runs in, if any */
+	/* Internal processes (a sandbox's setup hook): told here instead of a client. */
+	void (*on_done)(struct controller *c, const char *process_id, json_t *result, void *ud);
+	void *on_done_ud;
 };
 
 static struct process *process_find(struct controller *c, const char *id)
@@ -112,6 +116,7 @@ static void process_free(struct process *p)
 	json_decref(p->exit);
 	free(p->sandbox);
 	free(p->launcher);
+	free(p->group);
 	free(p);
 }
 
@@ -132,12 +137,14 @@ static const char *process_state(const struct process *p)
 /* The result object of a finished process: the launcher's report plus what we measured. */
 static json_t *process_result(struct process *p, bool with_output)
 {
-	json_t *r = json_pack("{s:s,s:s,s:s,s:I}", "processId", p->id, "sandbox",
+	json_t *r = json_pack("{s:s,s:s,s:s,s:I}", "processId", p->id, "instance",
 			      p->sandbox ? p->sandbox : "", "launcher", p->launcher ? p->launcher : "",
 			      "durationUsec", (json_int_t)(p->end_usec - p->start_usec));
 
 	if (!r)
 		return NULL;
+	if (p->group)
+		json_object_set_new(r, "sandboxId", json_string(p->group));
 	if (p->exit) {
 		static const char *const keep[] = { "exitCode", "signal", "reason", "limits", NULL };
 
@@ -196,12 +203,17 @@ static void process_maybe_finish(struct process *p)
 	p->end_usec = now_usec();
 	p->stdin_fd = safe_close(p->stdin_fd);
 
-	if (p->exec_id && p->owner) {
-		(void)client_reply(p->owner, p->exec_id, process_result(p, true));
+	if (p->on_done) {
+		_cleanup_json_ json_t *res = process_result(p, true);
+
+		p->on_done(c, p->id, res, p->on_done_ud);
+	} else {
+		if (p->exec_id && p->owner)
+			(void)client_reply(p->owner, p->exec_id, process_result(p, true));
+		if (p->owner)
+			(void)client_notify(p->owner, "process.exit", process_result(p, false));
 	}
 	json_decref(TAKE_PTR(p->exec_id));
-	if (p->owner)
-		(void)client_notify(p->owner, "process.exit", process_result(p, false));
 	while (p->waiters) {
 		struct waiter *w = p->waiters;
 
@@ -328,8 +340,40 @@ static int stdin_memfd(const void *data, size_t len)
 	return TAKE_FD(fd);
 }
 
-/* Translate a launcher error (PROTOCOL.md §1.2) into a client error reply. */
-static int reply_launcher_error(struct client *cl, json_t *id, json_t *lerr, int r)
+/* An error object {code, message, data} as a JSON-RPC error carries it. Steals data. */
+static json_t *error_obj(int code, const char *message, json_t *data)
+{
+	json_t *e = json_pack("{s:i,s:s}", "code", code, "message", message);
+
+	if (e && data)
+		json_object_set_new(e, "data", data);
+	else
+		json_decref(data);
+	return e;
+}
+
+static json_t *error_field_obj(int code, const struct field_error *fe)
+{
+	char msg[600];
+
+	if (*fe->field)
+		(void)snprintf(msg, sizeof(msg), "%s: %s", fe->field, fe->reason);
+	else
+		(void)snprintf(msg, sizeof(msg), "%s", fe->reason);
+	return error_obj(code, msg, json_pack("{s:s,s:s}", "field", fe->field, "reason", fe->reason));
+}
+
+static int reply_error_obj(struct client *cl, json_t *id, json_t *err)
+{
+	json_t *data = json_object_get(err, "data");
+
+	return client_reply_error(cl, id, (int)json_integer_value(json_object_get(err, "code")),
+				  json_string_value(json_object_get(err, "message")),
+				  data ? json_incref(data) : NULL);
+}
+
+/* Translate a launcher error (PROTOCOL.md §1.2) into a client error object. */
+static json_t *launcher_error_obj(json_t *lerr, int r)
 {
 	const char *code = json_string_value(json_object_get(lerr, "code"));
 	const char *msg = json_string_value(json_object_get(lerr, "message"));
@@ -368,7 +412,7 @@ static int reply_launcher_error(struct client *cl, json_t *id, json_t *lerr, int
 		(void)snprintf(text, sizeof(text), "the launcher is not available: %s",
 			       strerror(r < 0 ? -r : r));
 	}
-	return client_reply_error(cl, id, jcode, text, data);
+	return error_obj(jcode, text, data);
 }
 
 struct start_args {
@@ -424,14 +468,20 @@ static int parse_stdio(json_t *params, int *fds, size_t n_fds, struct start_args
 	return 0;
 }
 
-static int process_start(struct client *cl, json_t *id, json_t *params, int *fds, size_t n_fds,
-			 bool exec)
+/*
+ * Validate, compile and spawn. On success *ret is the registered process (owned by the table);
+ * on failure *ret_error is an error object for the requester and the return is negative.
+ */
+static int process_create(struct controller *c, struct client *cl, json_t *params, int *fds,
+			  size_t n_fds, bool exec, struct process **ret, json_t **ret_error)
 {
-	static const char *const exec_keys[] = { "policy", "policyPatch", "argv", "env",
-						 "callerCwd", "cwd", "stdin", "stdinBase64", NULL };
-	static const char *const spawn_keys[] = { "policy", "policyPatch", "argv", "env",
-						  "callerCwd", "cwd", "stdio", "detached", NULL };
-	struct controller *c = cl->ctl;
+	static const char *const exec_keys[] = { "policy", "policyPatch", "sandbox", "argv",
+						 "env",	   "callerCwd",	  "cwd",     "stdin",
+						 "stdinBase64", NULL };
+	static const char *const spawn_keys[] = { "policy",    "policyPatch", "sandbox",
+						  "argv",      "env",	      "callerCwd",
+						  "cwd",       "stdio",	      "detached",
+						  NULL };
 	struct ctl_plan plan = { 0 };
 	struct field_error fe = { 0 };
 	struct start_args a = { .exec = exec };
@@ -488,9 +538,8 @@ static int process_start(struct client *cl, json_t *id, json_t *params, int *fds
 	if (r == -EINVAL || r == -EPERM || r == -ENOENT || r == -ERANGE || r == -E2BIG) {
 		controller_event(c, "policy-refused",
 				 json_pack("{s:s,s:s}", "field", fe.field, "reason", fe.reason));
-		_cleanup_json_ json_t *m = jsonrpc_error_field_new(
-			id, r == -EPERM ? CORDON_ERR_POLICY_REFUSED : JSONRPC_INVALID_PARAMS, &fe);
-		r = client_send(cl, m, NULL, 0);
+		*ret_error = error_field_obj(
+			r == -EPERM ? CORDON_ERR_POLICY_REFUSED : JSONRPC_INVALID_PARAMS, &fe);
 		goto out;
 	}
 	if (r < 0)
@@ -546,7 +595,7 @@ static int process_start(struct client *cl, json_t *id, json_t *params, int *fds
 		controller_event(c, "spawn-failed",
 				 json_pack("{s:O,s:O?}", "argv", json_object_get(params, "argv"),
 					   "error", lerr));
-		r = reply_launcher_error(cl, id, lerr, r);
+		*ret_error = launcher_error_obj(lerr, r);
 		goto out;
 	}
 
@@ -582,25 +631,27 @@ static int process_start(struct client *cl, json_t *id, json_t *params, int *fds
 		} else
 			p->out[i].name = i == 0 ? "stdout" : "stderr";
 
+	{
+		const char *group = NULL;
+
+		(void)ipc_json_get_string(params, "sandbox", false, "params", &group, &fe);
+		if (group)
+			p->group = strdup(group);
+	}
 	controller_event(c, "spawn",
-			 json_pack("{s:s,s:s,s:s,s:i,s:O,s:b}", "processId", p->id, "sandbox",
+			 json_pack("{s:s,s:s,s:s,s:i,s:O,s:b,s:s?}", "processId", p->id, "instance",
 				   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid, "argv",
-				   p->argv, "exec", exec));
-	/* Reply before any exit report, so a client sees its processId first. */
-	if (exec)
-		p->exec_id = json_incref(id);
-	else
-		r = client_reply(cl, id,
-				 json_pack("{s:s,s:s,s:s,s:i}", "processId", p->id, "sandbox",
-					   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid));
-	controller_launcher_claim_orphan(c, p->sandbox);
+				   p->argv, "exec", exec, "sandboxId", p->group));
+	*ret = p;
+	r = 0;
 	goto out;
 
 bad_params:
-	r = client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	*ret_error = error_field_obj(JSONRPC_INVALID_PARAMS, &fe);
+	r = -EINVAL;
 	goto out;
 fail:
-	(void)client_reply_error(cl, id, JSONRPC_INTERNAL_ERROR, strerror(-r), NULL);
+	*ret_error = error_obj(JSONRPC_INTERNAL_ERROR, strerror(-r), NULL);
 out:
 	close_many(out_r, 2);
 	free(a.stdin_data);
@@ -610,12 +661,32 @@ out:
 
 int method_process_exec(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
-	return process_start(cl, id, params, fds, n, true);
+	_cleanup_json_ json_t *err = NULL;
+	struct process *p = NULL;
+	int r = process_create(cl->ctl, cl, params, fds, n, true, &p, &err);
+
+	if (r < 0)
+		return err ? reply_error_obj(cl, id, err) : r;
+	p->exec_id = json_incref(id);
+	controller_launcher_claim_orphan(cl->ctl, p->sandbox);
+	return 0;
 }
 
 int method_process_spawn(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
-	return process_start(cl, id, params, fds, n, false);
+	_cleanup_json_ json_t *err = NULL;
+	struct process *p = NULL;
+	int r = process_create(cl->ctl, cl, params, fds, n, false, &p, &err);
+
+	if (r < 0)
+		return err ? reply_error_obj(cl, id, err) : r;
+	/* Reply before any exit report, so the client learns its processId first. */
+	r = client_reply(cl, id,
+			 json_pack("{s:s,s:s,s:s,s:i,s:s?}", "processId", p->id, "instance",
+				   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid, "sandboxId",
+				   p->group));
+	controller_launcher_claim_orphan(cl->ctl, p->sandbox);
+	return r;
 }
 
 /* Look up params.processId; answers the error itself and returns NULL when absent. */
@@ -716,7 +787,7 @@ int method_process_list(struct client *cl, json_t *id, json_t *params, int *fds,
 	}
 	for (struct process *p = cl->ctl->processes; p; p = p->next) {
 		json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:i,s:O,s:b}", "processId", p->id, "state",
-				      process_state(p), "sandbox", p->sandbox, "launcher",
+				      process_state(p), "instance", p->sandbox, "launcher",
 				      p->launcher, "pid", (int)p->pid, "argv", p->argv,
 				      "detached", p->detached);
 
@@ -790,5 +861,40 @@ void controller_processes_free(struct controller *c)
 
 		c->processes = p->next;
 		process_free(p);
+	}
+}
+
+int controller_process_start_internal(struct controller *c, struct client *owner, json_t *params,
+				      void (*on_done)(struct controller *c, const char *process_id,
+						      json_t *result, void *ud),
+				      void *ud, char **ret_id, json_t **ret_error)
+{
+	struct process *p = NULL;
+	int r = process_create(c, owner, params, NULL, 0, true, &p, ret_error);
+
+	if (r < 0)
+		return r;
+	p->on_done = on_done;
+	p->on_done_ud = ud;
+	if (ret_id)
+		*ret_id = strdup(p->id);
+	controller_launcher_claim_orphan(c, p->sandbox);
+	return 0;
+}
+
+void controller_processes_kill_group(struct controller *c, const char *group)
+{
+	for (struct process *p = c->processes; p; p = p->next)
+		if (p->group && streq(p->group, group) && !p->exit)
+			(void)controller_launcher_kill(c, p->sandbox, SIGKILL);
+}
+
+void controller_process_forget_callback(struct controller *c, const char *process_id)
+{
+	struct process *p = process_find(c, process_id);
+
+	if (p) {
+		p->on_done = NULL;
+		p->on_done_ud = NULL;
 	}
 }

@@ -36,6 +36,9 @@ static const struct method {
 	{ "process.signal", method_process_signal },
 	{ "process.wait", method_process_wait },
 	{ "process.list", method_process_list },
+	{ "sandbox.acquire", method_sandbox_acquire },
+	{ "sandbox.release", method_sandbox_release },
+	{ "sandbox.list", method_sandbox_list },
 	{ "events.subscribe", method_events_subscribe },
 	{ "policy.check", method_policy_check },
 	{ "policy.explain", method_policy_explain },
@@ -64,6 +67,7 @@ void controller_client_free(struct client *cl)
 			break;
 		}
 	controller_processes_client_gone(c, cl);
+	controller_sandboxes_client_gone(c, cl);
 	event_source_free(cl->src);
 	jsonrpc_conn_free(cl->conn);
 	free(cl);

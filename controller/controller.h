@@ -41,6 +41,8 @@ struct controller {
 	struct event_source *listen_src;
 	struct client *clients;
 	struct process *processes;
+	struct sandbox *sandboxes;
+	unsigned long long next_sandbox;
 	unsigned long long next_process;
 	struct ctl_launcher_ref *launcher; /* the active launcher (controller-launcher.c) */
 	char *state_dir;
@@ -85,6 +87,29 @@ void controller_processes_kill_all(struct controller *c);
 bool controller_processes_idle(struct controller *c);
 void controller_processes_free(struct controller *c);
 
+/*
+ * Start an exec-style process for the controller itself (a sandbox's setup hook): on_done gets
+ * the exec result instead of a client. owner (may be NULL) ties its life to a client.
+ */
+int controller_process_start_internal(struct controller *c, struct client *owner, json_t *params,
+				      void (*on_done)(struct controller *c, const char *process_id,
+						      json_t *result, void *ud),
+				      void *ud, char **ret_id, json_t **ret_error);
+/* Kill every live process of an acquired sandbox. */
+void controller_processes_kill_group(struct controller *c, const char *group);
+/* Drop an internal process's callback (its requester went away). */
+void controller_process_forget_callback(struct controller *c, const char *process_id);
+
+/* controller-sandbox.c: acquired sandboxes (a policy, a workspace, processes sharing them). */
+int method_sandbox_acquire(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_sandbox_release(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_sandbox_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+/* The effective policy document and parsed policy of an acquired sandbox, or NULL. */
+json_t *controller_sandbox_policy_doc(struct controller *c, const char *sandbox_id);
+const struct policy *controller_sandbox_policy(struct controller *c, const char *sandbox_id);
+void controller_sandboxes_client_gone(struct controller *c, struct client *cl);
+void controller_sandboxes_free(struct controller *c);
+
 /* controller-policy.c */
 int method_policy_check(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
@@ -111,6 +136,13 @@ int ctl_plan_add_fd(struct ctl_plan *p, int fd);
  */
 int controller_compile_request(struct controller *c, json_t *params, struct ctl_plan *ret,
 			       struct field_error *fe);
+/*
+ * The request's policy parsed, resolved for this caller (absolute paths, concrete limits) and,
+ * in a sandbox, checked to narrow the sandbox's; *ret_doc is its normalized document.
+ */
+struct policy;
+int controller_request_policy_parsed(struct controller *c, json_t *params, json_t **ret_doc,
+				     struct policy **ret_policy, struct field_error *fe);
 /* The policy document of a request (default + patch), for check/explain. */
 int controller_request_policy(struct controller *c, json_t *params, json_t **ret,
 			      struct field_error *fe);

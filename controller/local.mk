@@ -16,6 +16,7 @@ cordon_controller_SOURCES = \
 	%reldir%/controller-events.c \
 	%reldir%/controller-process.c \
 	%reldir%/controller-policy.c \
+	%reldir%/controller-sandbox.c \
 	%reldir%/controller-launcher.c \
 	%reldir%/controller-doctor.c
 cordon_controller_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSECCOMP_CFLAGS)
