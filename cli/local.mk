@@ -15,3 +15,8 @@ TESTS += \
 EXTRA_DIST += \
 	tests/integration/cli-lib.sh \
 	tests/integration/cli-run.sh
+TESTS += tests/integration/controller-rpc.sh
+EXTRA_DIST += \
+	tests/integration/controller-rpc.sh \
+	tests/integration/controller-rpc.py \
+	tests/helpers/rpc.py
