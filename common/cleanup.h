@@ -83,7 +83,7 @@ static inline void kill_and_reapp(pid_t *pid)
 	}
 }
 
-/* Close an array of fds of known length and free the array. */
+/* Close an array of fds of known length (the array itself is not freed). */
 void close_many(int *fds, size_t n);
 
 #define _cleanup_free_ _cleanup_(freep)

@@ -17,6 +17,7 @@
 #include "common/util.h"
 #include "ipc/ipc-fdpass.h"
 #include "policy/policy-compile.h"
+#include "policy/policy-default.h"
 #include "policy/policy-parse.h"
 #include "policy/policy-seccomp.h"
 #include "policy/policy-syscalls.h"
@@ -262,8 +263,9 @@ static int collect_binds(struct compiler *c)
 		if (!id)
 			return -ENOMEM;
 		r = add_bind(c, p->fs.read[i], p->fs.read[i], false,
-			     p->fs.read_is_default || policy_is_optional(p, id), "filesystem.read",
-			     i);
+			     p->fs.read_is_default || policy_default_is_system_dir(p->fs.read[i]) ||
+				     policy_is_optional(p, id),
+			     "filesystem.read", i);
 		if (r < 0)
 			return r;
 	}

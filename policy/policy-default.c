@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/json-cleanup.h"
+#include "common/util.h"
 #include "policy/policy-default.h"
 #include "policy/policy-parse.h"
 
@@ -37,6 +38,19 @@ const char policy_default_json[] =
 	"  \"syscalls\": {\"profile\": \"default\", \"deny\": [], \"allow\": []},\n"
 	"  \"optional\": [\"landlock.net\", \"landlock.scope\"]\n"
 	"}\n";
+
+/* The same list as the default's filesystem.read (test-policy-parse checks they agree). */
+static const char *const system_dirs[] = {
+	"/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
+};
+
+bool policy_default_is_system_dir(const char *path)
+{
+	for (size_t i = 0; i < ELEMENTSOF(system_dirs); i++)
+		if (streq(path, system_dirs[i]))
+			return true;
+	return false;
+}
 
 int policy_default_new(struct policy **ret)
 {

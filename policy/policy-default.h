@@ -5,6 +5,8 @@
  */
 #pragma once
 
+#include <stdbool.h>
+
 #include "policy/policy-model.h"
 
 /* The embedded default policy document (docs/POLICY.md shows the same text). */
@@ -12,3 +14,9 @@ extern const char policy_default_json[];
 
 /* A fresh copy of the default policy. */
 int policy_default_new(struct policy **ret);
+
+/*
+ * Is path one of the default policy's system directories (filesystem.read)? Such a directory
+ * is skipped when absent on a host (/lib64, /libx32, …), wherever the policy listed it.
+ */
+bool policy_default_is_system_dir(const char *path);

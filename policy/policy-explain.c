@@ -9,6 +9,7 @@
 
 #include "common/json-cleanup.h"
 #include "common/util.h"
+#include "policy/policy-default.h"
 #include "policy/policy-explain.h"
 #include "policy/policy-parse.h"
 #include "policy/policy-syscalls.h"
@@ -219,7 +220,7 @@ static void explain_filesystem(struct explainer *e)
 		r = rule_new(e, field, "\"%s\" readable and executable", p->fs.read[i]);
 		layer(e, r, "mount namespace: read-only bind mount (nosuid, nodev)");
 		explain_landlock_path(e, r, p->fs.read[i], false);
-		if (p->fs.read_is_default)
+		if (p->fs.read_is_default || policy_default_is_system_dir(p->fs.read[i]))
 			note(e, r, "a default system directory: left out if absent on this host");
 	}
 	for (size_t i = 0; p->fs.write && p->fs.write[i]; i++) {

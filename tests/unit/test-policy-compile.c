@@ -15,6 +15,12 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +265,16 @@ static void test_missing_paths(void)
 	is_int(0, compile_doc("{\"version\": 1}", &ctx, &plan3, &err),
 	       "the default policy compiles although /lib64 is absent");
 	ok(plan3 && strv_contains(plan3->skipped, "/lib64"), "absent default dirs are skipped");
+	{
+		_cleanup_compiled_plan_ struct compiled_plan *p5 = NULL;
+
+		is_int(0,
+		       compile_doc("{\"version\": 1, \"filesystem\": {\"read\": [\"/usr\", "
+				   "\"/lib64\"]}}",
+				   &ctx, &p5, &err),
+		       "an explicitly listed default system dir may be absent too");
+		ok(p5 && strv_contains(p5->skipped, "/lib64"), "and is skipped");
+	}
 	ok(plan3 && dump_has(plan3, "symlink /bin -> usr/bin"), "merged /usr: /bin is a symlink");
 	ok(plan3 && dump_has(plan3, "deny /etc/shadow") && !dump_has(plan3, "deny /home/user/.ssh"),
 	   "deny only where a bind exposes it");
@@ -426,6 +442,63 @@ static void test_host_gaps(void)
 	       "optional seccomp still fails under a floor that requires it");
 }
 
+/*
+ * The compiled program loads into the kernel and does what the pfc says, in a forked child
+ * (seccomp is irreversible): profile syscalls fail with their errno, others still work.
+ */
+static void test_seccomp_runs(void)
+{
+	struct compile_ctx ctx = base_ctx();
+	struct field_error err = { "", "" };
+	_cleanup_compiled_plan_ struct compiled_plan *plan = NULL;
+	_cleanup_free_ struct sock_filter *insns = NULL;
+	size_t len = 0;
+	json_t *prog;
+	int status = 0;
+	pid_t pid;
+
+	if (compile_doc("{\"version\": 1, \"syscalls\": {\"deny\": [\"mknodat\"]}}", &ctx, &plan,
+			&err) < 0)
+		bail("compile: %s: %s", err.field, err.reason);
+	prog = json_object_get(json_object_get(plan->plan, "seccomp"), "program");
+	if (read_full_fd(plan->fds[json_integer_value(prog)], 1 << 20, (char **)&insns, &len) < 0)
+		bail("read program");
+	pid = fork();
+	if (pid < 0)
+		bail("fork");
+	if (pid == 0) {
+		struct sock_fprog fp = { .len = (unsigned short)(len / sizeof(struct sock_filter)),
+					 .filter = insns };
+		char c = 'x';
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) < 0)
+			_exit(10);
+		if (chroot("/") == 0 || errno != EPERM)
+			_exit(11);
+		if (unshare(CLONE_NEWUTS) == 0 || errno != EPERM)
+			_exit(12);
+		if (syscall(SYS_clone3, NULL, 0) == 0 || errno != ENOSYS)
+			_exit(13);
+		if (ioctl(-1, TIOCSTI, &c) == 0 || errno != EPERM)
+			_exit(14);
+		if (mknodat(AT_FDCWD, "/nonexistent/x", S_IFIFO | 0600, 0) == 0 || errno != EPERM)
+			_exit(15);
+		if (getppid() <= 0 || ioctl(-1, FIONREAD, &status) == 0 || errno != EBADF)
+			_exit(16);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		bail("waitpid");
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 10) {
+		skip(1, "seccomp filters cannot be loaded here");
+		return;
+	}
+	is_int(0, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+	       "the program loads and denies chroot, unshare, clone3, TIOCSTI, mknodat (exit code "
+	       "names the first failing check)");
+}
+
 /* explain says "ok" exactly when compile succeeds, over hosts and policies. */
 static void test_explain_agrees(void)
 {
@@ -494,6 +567,7 @@ int main(void)
 	test_fds_and_cache();
 	test_host_gaps();
 	test_explain_agrees();
+	test_seccomp_runs();
 	policy_seccomp_cache_clear();
 	(void)nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return tap_exit_status();

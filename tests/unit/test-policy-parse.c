@@ -130,6 +130,15 @@ static void test_defaults(void)
 	is_int(4194304, (long long)p->limits.max_output_bytes, "maxOutputBytes defaults to 4 MiB");
 	is_int(0, (long long)p->limits.memory_bytes, "memoryBytes defaults to 0 (share of RAM)");
 	ok(p->fs.read_is_default, "filesystem.read comes from the default");
+	{
+		size_t n = strv_length(d->fs.read);
+		bool all = n == 8;
+
+		for (size_t i = 0; i < n; i++)
+			all = all && policy_default_is_system_dir(d->fs.read[i]);
+		ok(all, "policy_default_is_system_dir() knows exactly the default's read list");
+		ok(!policy_default_is_system_dir("/opt"), "and nothing else");
+	}
 	ok(strv_contains(p->fs.read, "/usr") && strv_contains(p->fs.read, "/etc") &&
 		   strv_contains(p->fs.read, "/lib64") && strv_contains(p->fs.read, "/bin"),
 	   "system directories are readable by default");
