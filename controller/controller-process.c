@@ -66,6 +66,7 @@ struct process {
 	json_t *argv;
 	struct client *owner;
 	bool detached;
+	bool is_exec;
 	json_t *exec_id; /* exec: the request to answer when done */
 	struct capture out[2];
 	int stdin_fd;
@@ -208,9 +209,10 @@ static void process_maybe_finish(struct process *p)
 
 		p->on_done(c, p->id, res, p->on_done_ud);
 	} else {
+		/* exec answers its request; spawn tells its client with a notification. */
 		if (p->exec_id && p->owner)
 			(void)client_reply(p->owner, p->exec_id, process_result(p, true));
-		if (p->owner)
+		else if (p->owner && !p->is_exec)
 			(void)client_notify(p->owner, "process.exit", process_result(p, false));
 	}
 	json_decref(TAKE_PTR(p->exec_id));
@@ -614,6 +616,7 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	p->argv = json_incref(json_object_get(params, "argv"));
 	p->owner = cl;
 	p->detached = a.detached;
+	p->is_exec = exec;
 	p->stdin_fd = -1;
 	p->out[0].fd = p->out[1].fd = -1;
 	p->out[0].eof = p->out[1].eof = true;

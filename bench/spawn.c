@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bench/spawn: what a sandboxed /bin/true costs through cordon-launcherd, paired against
+ * bubblewrap and plain fork+exec on the same run. Not a test: numbers depend on the machine;
+ * quote the ratios.
+ *
+ *   bench/spawn [--launcherd PATH] [--rounds N] [--seconds S] [--bwrap PATH]
+ *
+ * Latency: request → reaped, the three commands alternating A B C A B C … for N rounds; medians
+ * of each, and medians of the per-round ratios launcherd/bwrap and differences
+ * launcherd − fork+exec. Throughput: 2 concurrent clients doing back-to-back spawns for S
+ * seconds, launcherd vs bwrap. Idle RSS of the daemon before and after.
+ *
+ * The launcherd sandbox is a full one: mount, pid, net, ipc, uts and cgroup namespaces, a tmpfs
+ * root with /usr read-only and the merged-/usr links, proc, a minimal dev, a private /tmp,
+ * pivot_root, all capabilities dropped, no-new-privs, Landlock (ABI as available: fs rights,
+ * TCP, scopes), the seccomp floor. bwrap runs with --unshare-all and the same mounts.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/json-cleanup.h"
+#include "common/system.h"
+#include "common/util.h"
+#include "controller/ctl-launcher.h"
+
+static const char *plan_text =
+	"{\"argv\":[\"/bin/true\"],\"envp\":[\"PATH=/usr/bin:/bin\"],\"cwd\":\"/\","
+	"\"mounts\":["
+	"{\"type\":\"bind\",\"source\":0,\"target\":\"/usr\"},"
+	"{\"type\":\"symlink\",\"target\":\"/bin\",\"link\":\"usr/bin\"},"
+	"{\"type\":\"symlink\",\"target\":\"/lib\",\"link\":\"usr/lib\"},"
+	"{\"type\":\"symlink\",\"target\":\"/lib64\",\"link\":\"usr/lib64\"},"
+	"{\"type\":\"proc\",\"target\":\"/proc\"},"
+	"{\"type\":\"dev\",\"target\":\"/dev\"},"
+	"{\"type\":\"tmpfs\",\"target\":\"/tmp\"}],"
+	"\"landlock\":{\"required\":true,\"fs\":["
+	"{\"path\":\"/usr\",\"access\":[\"execute\",\"read-file\",\"read-dir\"]},"
+	"{\"path\":\"/tmp\",\"access\":[\"read-file\",\"read-dir\",\"write-file\",\"make-reg\","
+	"\"remove-file\",\"make-dir\",\"remove-dir\",\"truncate\"]},"
+	"{\"path\":\"/dev\",\"access\":[\"read-file\",\"write-file\",\"read-dir\"]},"
+	"{\"path\":\"/proc\",\"access\":[\"read-file\",\"read-dir\"]}],"
+	"\"net\":{\"bindTcp\":[],\"connectTcp\":[]},"
+	"\"scope\":[\"abstract-unix-socket\",\"signal\"]},"
+	"\"network\":\"none\",\"dieWithRequester\":true}";
+
+static const char *bwrap_path = "/usr/bin/bwrap";
+static json_t *plan;
+static int usr_fd = -1;
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double now_ms(void)
+{
+	return (double)now_nsec() / 1e6;
+}
+
+static int run_argv(char *const argv[])
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		(void)dup2(null, 1);
+		(void)dup2(null, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+static int run_plain(void)
+{
+	char *argv[] = { (char *)"/bin/true", NULL };
+
+	return run_argv(argv);
+}
+
+static int run_bwrap(void)
+{
+	char *argv[] = { (char *)bwrap_path,	  (char *)"--unshare-all",
+			 (char *)"--ro-bind",	  (char *)"/usr",
+			 (char *)"/usr",	  (char *)"--symlink",
+			 (char *)"usr/bin",	  (char *)"/bin",
+			 (char *)"--symlink",	  (char *)"usr/lib",
+			 (char *)"/lib",	  (char *)"--symlink",
+			 (char *)"usr/lib64",	  (char *)"/lib64",
+			 (char *)"--proc",	  (char *)"/proc",
+			 (char *)"--dev",	  (char *)"/dev",
+			 (char *)"--tmpfs",	  (char *)"/tmp",
+			 (char *)"--die-with-parent", (char *)"/bin/true",
+			 NULL };
+
+	return run_argv(argv);
+}
+
+static int run_launcherd(struct ctl_launcher *l)
+{
+	struct ctl_launcher_error err;
+	struct ctl_launcher_exit ex;
+	_cleanup_free_ char *id = NULL;
+	int pidfd = -1, r;
+
+	r = ctl_launcher_spawn(l, plan, &usr_fd, 1, &id, &pidfd, &err);
+	if (r < 0) {
+		(void)fprintf(stderr, "spawn: %s\n", err.message);
+		return r;
+	}
+	r = ctl_launcher_wait_exit(l, id, &ex);
+	safe_close(pidfd);
+	if (r < 0)
+		return r;
+	return ex.exit_code == 0 && !ex.signal ? 0 : -EIO;
+}
+
+static long rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	(void)fclose(f);
+	return kib;
+}
+
+/* 2 concurrent clients for seconds; returns total spawns per second. */
+static double throughput(const char *socket_path, bool use_launcherd, double seconds)
+{
+	int pipes[2][2];
+	pid_t kids[2];
+	long total = 0;
+
+	for (int k = 0; k < 2; k++) {
+		if (pipe(pipes[k]) < 0)
+			return -1;
+		kids[k] = fork();
+		if (kids[k] == 0) {
+			struct ctl_launcher *l = NULL;
+			double end = now_ms() + seconds * 1000;
+			long n = 0;
+
+			if (use_launcherd && (ctl_launcher_connect(socket_path, &l) < 0 ||
+					      ctl_launcher_hello(l, NULL, NULL) < 0))
+				_exit(1);
+			while (now_ms() < end)
+				if ((use_launcherd ? run_launcherd(l) : run_bwrap()) == 0)
+					n++;
+			(void)!write(pipes[k][1], &n, sizeof(n));
+			_exit(0);
+		}
+		safe_close(pipes[k][1]);
+	}
+	for (int k = 0; k < 2; k++) {
+		long n = 0;
+
+		if (read(pipes[k][0], &n, sizeof(n)) == (ssize_t)sizeof(n))
+			total += n;
+		safe_close(pipes[k][0]);
+		(void)waitpid(kids[k], NULL, 0);
+	}
+	return (double)total / seconds;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "launcherd", required_argument, NULL, 'l' },
+		{ "rounds", required_argument, NULL, 'n' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ "bwrap", required_argument, NULL, 'b' },
+		{ "plan", required_argument, NULL, 'p' },
+		{},
+	};
+	const char *launcherd = "./cordon-launcherd", *plan_file = NULL;
+	char sock[] = "/tmp/cordon-bench.XXXXXX";
+	char sock_path[64];
+	int rounds = 300, c;
+	double seconds = 5;
+	struct ctl_launcher *l = NULL;
+	double *t_plain, *t_bwrap, *t_ld, *ratio, *diff;
+	pid_t ld;
+	long rss_idle, rss_after;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0)
+		switch (c) {
+		case 'l':
+			launcherd = optarg;
+			break;
+		case 'n':
+			rounds = atoi(optarg);
+			break;
+		case 's':
+			seconds = atof(optarg);
+			break;
+		case 'b':
+			bwrap_path = optarg;
+			break;
+		case 'p': /* another plan, fd 0 = /usr, for measuring variants */
+			plan_file = optarg;
+			break;
+		default:
+			return 2;
+		}
+	if (geteuid() != 0) {
+		(void)fprintf(stderr, "bench/spawn: run as root (it starts a privileged launcherd)\n");
+		return 2;
+	}
+	if (access(bwrap_path, X_OK) < 0) {
+		(void)fprintf(stderr, "bench/spawn: no bwrap at %s\n", bwrap_path);
+		return 2;
+	}
+	plan = plan_file ? json_load_file(plan_file, 0, NULL) : json_loads(plan_text, 0, NULL);
+	usr_fd = open("/usr", O_PATH | O_CLOEXEC);
+	if (!plan || usr_fd < 0 || !mkdtemp(sock))
+		return 1;
+	(void)snprintf(sock_path, sizeof(sock_path), "%s/ld.sock", sock);
+
+	ld = fork();
+	if (ld == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		(void)dup2(null, 2);
+		execl(launcherd, launcherd, "--socket", sock_path, "--floor", "/nonexistent",
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 200 && ctl_launcher_connect(sock_path, &l) < 0; i++)
+		(void)usleep(10000);
+	if (!l || ctl_launcher_hello(l, NULL, NULL) < 0) {
+		(void)fprintf(stderr, "bench/spawn: launcherd did not start\n");
+		return 1;
+	}
+	rss_idle = rss_kib(ld);
+
+	t_plain = calloc((size_t)rounds, sizeof(double));
+	t_bwrap = calloc((size_t)rounds, sizeof(double));
+	t_ld = calloc((size_t)rounds, sizeof(double));
+	ratio = calloc((size_t)rounds, sizeof(double));
+	diff = calloc((size_t)rounds, sizeof(double));
+	if (!t_plain || !t_bwrap || !t_ld || !ratio || !diff)
+		return 1;
+	/* Warm-up: caches, the daemon's first allocations. */
+	for (int i = 0; i < 20; i++) {
+		(void)run_plain();
+		(void)run_bwrap();
+		(void)run_launcherd(l);
+	}
+	for (int i = 0; i < rounds; i++) {
+		double t0 = now_ms();
+
+		if (run_plain() < 0)
+			return 1;
+		t_plain[i] = now_ms() - t0;
+		t0 = now_ms();
+		if (run_bwrap() < 0)
+			return 1;
+		t_bwrap[i] = now_ms() - t0;
+		t0 = now_ms();
+		if (run_launcherd(l) < 0)
+			return 1;
+		t_ld[i] = now_ms() - t0;
+		ratio[i] = t_ld[i] / t_bwrap[i];
+		diff[i] = t_ld[i] - t_plain[i];
+	}
+
+	printf("latency, request -> reaped, /bin/true, %d paired rounds (medians)\n", rounds);
+	printf("  fork+exec            %7.3f ms\n", median(t_plain, (size_t)rounds));
+	printf("  bwrap --unshare-all  %7.3f ms\n", median(t_bwrap, (size_t)rounds));
+	printf("  launcherd (full)     %7.3f ms\n", median(t_ld, (size_t)rounds));
+	printf("  launcherd / bwrap    %7.3f     (target <= 0.6)\n", median(ratio, (size_t)rounds));
+	printf("  launcherd - fork+exec %6.3f ms  (target <= 1.0 ms)\n", median(diff, (size_t)rounds));
+	fflush(stdout);
+
+	{
+		double ld_tp = throughput(sock_path, true, seconds);
+		double bw_tp = throughput(sock_path, false, seconds);
+
+		printf("throughput, 2 concurrent clients, %.0f s each\n", seconds);
+		printf("  launcherd            %7.1f sandboxes/s\n", ld_tp);
+		printf("  bwrap                %7.1f sandboxes/s\n", bw_tp);
+		printf("  launcherd / bwrap    %7.2f     (target >= 3)\n", ld_tp / bw_tp);
+	}
+	rss_after = rss_kib(ld);
+	printf("launcherd RSS: idle at start %ld KiB, idle after the runs %ld KiB (target <= 4096)\n",
+	       rss_idle, rss_after);
+
+	ctl_launcher_free(l);
+	(void)kill(ld, SIGTERM);
+	(void)waitpid(ld, NULL, 0);
+	(void)rmdir(sock);
+	return 0;
+}
