@@ -492,6 +492,7 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	_cleanup_free_ char *sandbox = NULL;
 	_cleanup_close_ int pidfd = -1;
 	struct process *p;
+	unsigned long long t_compile, t_spawn;
 	json_t *stdio;
 	pid_t pid = 0;
 	int r;
@@ -536,7 +537,9 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 			goto bad_params;
 	}
 
+	t_compile = now_usec();
 	r = controller_compile_request(c, params, &plan, &fe);
+	t_compile = now_usec() - t_compile;
 	if (r == -EINVAL || r == -EPERM || r == -ENOENT || r == -ERANGE || r == -E2BIG) {
 		controller_event(c, "policy-refused",
 				 json_pack("{s:s,s:s}", "field", fe.field, "reason", fe.reason));
@@ -588,8 +591,11 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	if (a.detached)
 		json_object_set_new(plan.plan, "dieWithRequester", json_false());
 
+	t_spawn = now_usec();
 	r = controller_launcher_spawn(c, plan.plan, plan.fds, plan.n_fds, &sandbox, &pidfd, &pid,
 				      &lerr);
+	t_spawn = now_usec() - t_spawn;
+	log_debug("compile %llu us, launcher spawn %llu us", t_compile, t_spawn);
 	/* The sandbox has its copies now (or failed): drop ours, so EOF comes when it exits. */
 	close_many(plan.fds, plan.n_fds);
 	plan.n_fds = 0;
