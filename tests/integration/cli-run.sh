@@ -4,7 +4,7 @@
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 [ -x "$CORDON" ] || skip_all "cordon not built"
-plan 25
+plan 31
 
 work="$TEST_TMP/work"
 mkdir -p "$work"
@@ -77,7 +77,22 @@ is 124 $? "--timeout exits 124"
 [ $(($(date +%s) - start)) -lt 10 ]
 ok $? "the timeout fired well before the sleeps would end"
 
-# 7. Bad input: clear errors and documented exit codes.
+# 7. Detached processes, ps, kill, wait, events.
+id=$("$CORDON" run --detach -- /bin/sleep 1000)
+case "$id" in p[0-9]*) true ;; *) false ;; esac
+ok $? "run --detach prints a process id ($id)"
+"$CORDON" ps | grep -q "^$id .*running.*/bin/sleep 1000"
+ok $? "ps lists it as running"
+"$CORDON" kill "$id"
+is 0 $? "kill succeeds"
+"$CORDON" wait "$id"
+is 137 $? "wait reports the kill (128+9)"
+"$CORDON" kill p999999 2>/dev/null
+is 1 $? "kill of an unknown id fails (1)"
+"$CORDON" events | grep -q "\"processId\":\"$id\".*\"type\":\"exit\"\|\"type\":\"exit\".*\"processId\":\"$id\""
+ok $? "events shows its exit"
+
+# 8. Bad input: clear errors and documented exit codes.
 "$CORDON" run --no-such-flag -- true 2>/dev/null
 is 125 $? "an unknown flag is a usage error (125)"
 echo '{"version": 1, "limits": {"pids": "many"}}' >"$TEST_TMP/bad.json"
