@@ -70,6 +70,11 @@ struct process {
 	json_t *exec_id; /* exec: the request to answer when done */
 	struct capture out[2];
 	int stdin_fd;
+	/* process.write data the pipe has not taken yet (bounded by STDIN_MAX). */
+	char *in_buf;
+	size_t in_len;
+	struct event_source *in_src;
+	bool in_close; /* closeStdin asked while data was pending */
 	uint64_t max_output;
 	unsigned long long start_usec, end_usec;
 	json_t *exit; /* the launcher's exit report, once it came */
@@ -80,6 +85,8 @@ struct process {
 	void (*on_done)(struct controller *c, const char *process_id, json_t *result, void *ud);
 	void *on_done_ud;
 };
+
+static void stdin_close(struct process *p);
 
 static struct process *process_find(struct controller *c, const char *id)
 {
@@ -110,6 +117,8 @@ static void process_free(struct process *p)
 		json_decref(w->id);
 		free(w);
 	}
+	event_source_free(p->in_src);
+	free(p->in_buf);
 	safe_close(p->stdin_fd);
 	safe_close(p->pidfd);
 	json_decref(p->argv);
@@ -202,7 +211,7 @@ static void process_maybe_finish(struct process *p)
 		return;
 	p->finished = true;
 	p->end_usec = now_usec();
-	p->stdin_fd = safe_close(p->stdin_fd);
+	stdin_close(p);
 
 	if (p->on_done) {
 		_cleanup_json_ json_t *res = process_result(p, true);
@@ -238,6 +247,48 @@ static void process_maybe_finish(struct process *p)
 		p->out[i].len = 0;
 	}
 	prune_finished(c);
+}
+
+static void stdin_close(struct process *p)
+{
+	event_source_free(p->in_src);
+	p->in_src = NULL;
+	free(p->in_buf);
+	p->in_buf = NULL;
+	p->in_len = 0;
+	p->stdin_fd = safe_close(p->stdin_fd);
+}
+
+/* Write what is pending; 0 when all is written, -EAGAIN when the pipe is full. */
+static int stdin_flush(struct process *p)
+{
+	while (p->in_len > 0) {
+		ssize_t n = write(p->stdin_fd, p->in_buf, p->in_len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		memmove(p->in_buf, p->in_buf + n, p->in_len - (size_t)n);
+		p->in_len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int on_stdin_writable(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct process *p = userdata;
+	int r = stdin_flush(p);
+
+	if (r == -EAGAIN)
+		return 0;
+	/* Drained (or the reader is gone): stop watching; close if that was asked for. */
+	event_source_free(p->in_src);
+	p->in_src = NULL;
+	if (r < 0 || p->in_close)
+		stdin_close(p);
+	return 0;
 }
 
 static int capture_append(struct capture *cap, const char *data, size_t n, uint64_t max)
@@ -324,6 +375,25 @@ static int capture_start(struct process *p, int i, const char *name, int fd, boo
 	if (r < 0)
 		return r;
 	return event_add_io(p->ctl->loop, fd, EPOLLIN, on_capture, cap, &cap->src);
+}
+
+/* A pseudo-terminal pair: the master stays with us, the slave becomes the process's stdio. */
+static int open_pty(int *ret_master, int *ret_slave)
+{
+	_cleanup_close_ int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	char name[64];
+	int s;
+
+	if (m < 0)
+		return -errno;
+	if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof(name)) != 0)
+		return -errno;
+	s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (s < 0)
+		return -errno;
+	*ret_master = TAKE_FD(m);
+	*ret_slave = s;
+	return 0;
 }
 
 /* A memfd holding data, positioned at 0: stdin for exec without a writer to babysit. */
@@ -420,6 +490,7 @@ static json_t *launcher_error_obj(json_t *lerr, int r)
 struct start_args {
 	bool exec;
 	bool detached;
+	bool pty;
 	int stdio_fd[3];  /* STREAM_FD: the client's fd; else -1 */
 	enum stream_mode mode[3];
 	void *stdin_data; /* exec: bytes for stdin */
@@ -460,7 +531,7 @@ static int parse_stdio(json_t *params, int *fds, size_t n_fds, struct start_args
 			a->mode[i] = STREAM_FD;
 			a->stdio_fd[i] = fds[k];
 		} else if (json_is_string(v) && streq(json_string_value(v), "pipe"))
-			a->mode[i] = i == 0 ? STREAM_NULL : STREAM_PIPE;
+			a->mode[i] = STREAM_PIPE;
 		else if (json_is_string(v) && streq(json_string_value(v), "null"))
 			a->mode[i] = STREAM_NULL;
 		else
@@ -480,10 +551,9 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	static const char *const exec_keys[] = { "policy", "policyPatch", "sandbox", "argv",
 						 "env",	   "callerCwd",	  "cwd",     "stdin",
 						 "stdinBase64", NULL };
-	static const char *const spawn_keys[] = { "policy",    "policyPatch", "sandbox",
-						  "argv",      "env",	      "callerCwd",
-						  "cwd",       "stdio",	      "detached",
-						  NULL };
+	static const char *const spawn_keys[] = { "policy", "policyPatch", "sandbox", "argv",
+						  "env",    "callerCwd",   "cwd",     "stdio",
+						  "detached", "pty",	   NULL };
 	struct ctl_plan plan = { 0 };
 	struct field_error fe = { 0 };
 	struct start_args a = { .exec = exec };
@@ -493,6 +563,7 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	_cleanup_close_ int pidfd = -1;
 	struct process *p;
 	unsigned long long t_compile, t_spawn;
+	int stdin_w = -1, pty_master = -1, pty_slave = -1;
 	json_t *stdio;
 	pid_t pid = 0;
 	int r;
@@ -533,8 +604,14 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		}
 	} else {
 		if (parse_stdio(params, fds, n_fds, &a, &fe) < 0 ||
-		    ipc_json_get_bool(params, "detached", false, "params", &a.detached, &fe) < 0)
+		    ipc_json_get_bool(params, "detached", false, "params", &a.detached, &fe) < 0 ||
+		    ipc_json_get_bool(params, "pty", false, "params", &a.pty, &fe) < 0)
 			goto bad_params;
+		if (a.pty && json_object_get(params, "stdio")) {
+			field_error_set(&fe, -EINVAL, "params", "pty",
+					"a pty is the process's stdin, stdout and stderr: no stdio");
+			goto bad_params;
+		}
 	}
 
 	t_compile = now_usec();
@@ -550,10 +627,26 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	if (r < 0)
 		goto fail;
 
-	/* Wire stdio: fds for the sandbox go into the plan; pipe read ends stay with us. */
+	/* Wire stdio: fds for the sandbox go into the plan; our ends of pipes stay with us. */
 	stdio = json_object();
 	json_object_set_new(plan.plan, "stdio", stdio);
-	for (int i = 0; i < 3; i++) {
+	if (a.pty) {
+		int k;
+
+		r = open_pty(&pty_master, &pty_slave);
+		if (r < 0)
+			goto fail;
+		k = ctl_plan_add_fd(&plan, pty_slave);
+		pty_slave = safe_close(pty_slave);
+		if (k < 0) {
+			r = k;
+			goto fail;
+		}
+		json_object_set_new(stdio, "stdin", json_integer(k));
+		json_object_set_new(stdio, "stdout", json_integer(k));
+		json_object_set_new(stdio, "stderr", json_integer(k));
+	}
+	for (int i = 0; i < 3 && !a.pty; i++) {
 		static const char *const names[3] = { "stdin", "stdout", "stderr" };
 		int child_fd = -1, k;
 
@@ -572,8 +665,13 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 				r = -errno;
 				goto fail;
 			}
-			out_r[i - 1] = pp[0];
-			child_fd = pp[1];
+			if (i == 0) {
+				stdin_w = pp[1];
+				child_fd = pp[0];
+			} else {
+				out_r[i - 1] = pp[0];
+				child_fd = pp[1];
+			}
 		} else
 			continue; /* absent: /dev/null */
 		if (child_fd < 0) {
@@ -625,6 +723,14 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	p->is_exec = exec;
 	p->stdin_fd = -1;
 	p->out[0].fd = p->out[1].fd = -1;
+	if (pty_master >= 0) {
+		/* One fd both ways: output is read from it, process.write writes to it. */
+		p->stdin_fd = fd_dup_cloexec(pty_master, 3);
+		out_r[0] = TAKE_FD(pty_master);
+	} else if (stdin_w >= 0)
+		p->stdin_fd = TAKE_FD(stdin_w);
+	if (p->stdin_fd >= 0)
+		(void)fd_set_nonblock(p->stdin_fd, true);
 	p->out[0].eof = p->out[1].eof = true;
 	p->max_output = plan.max_output_bytes;
 	p->start_usec = now_usec();
@@ -663,6 +769,9 @@ fail:
 	*ret_error = error_obj(JSONRPC_INTERNAL_ERROR, strerror(-r), NULL);
 out:
 	close_many(out_r, 2);
+	safe_close(stdin_w);
+	safe_close(pty_master);
+	safe_close(pty_slave);
 	free(a.stdin_data);
 	ctl_plan_done(&plan);
 	return r;
@@ -722,14 +831,61 @@ static struct process *lookup(struct client *cl, json_t *id, json_t *params,
 
 int method_process_write(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
-	static const char *const keys[] = { "processId", "data", NULL };
+	static const char *const keys[] = { "processId", "data", "text", NULL };
 	struct process *p = lookup(cl, id, params, keys);
+	struct field_error fe = { 0 };
+	const char *b64 = NULL, *text = NULL;
+	_cleanup_free_ void *data = NULL;
+	size_t len = 0;
+	char *nb;
+	int r;
 
 	if (!p)
 		return 0;
-	/* stdin pipes are not offered yet: spawn passes the client's own fd instead. */
-	return client_reply_error(cl, id, CORDON_ERR_NOT_FOUND,
-				  "this process has no stdin pipe (pass an fd as stdio.stdin)", NULL);
+	if (ipc_json_get_string(params, "data", false, "params", &b64, &fe) < 0 ||
+	    ipc_json_get_string(params, "text", false, "params", &text, &fe) < 0)
+		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	if (!!b64 == !!text) {
+		field_error_set(&fe, -EINVAL, "params", "data", "give data (base64) or text");
+		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	}
+	if (b64 && base64_decode(b64, strlen(b64), &data, &len) < 0) {
+		field_error_set(&fe, -EINVAL, "params", "data", "not valid base64");
+		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	}
+	if (text) {
+		len = json_string_length(json_object_get(params, "text"));
+		data = malloc(len ? len : 1);
+		if (!data)
+			return -ENOMEM;
+		memcpy(data, text, len);
+	}
+	if (p->stdin_fd < 0 || p->in_close)
+		return client_reply_error(cl, id, CORDON_ERR_NOT_FOUND,
+					  "this process has no open stdin pipe (spawn it with "
+					  "stdio.stdin \"pipe\" or pty)",
+					  NULL);
+	if (p->in_len + len > STDIN_MAX)
+		return client_reply_error(cl, id, CORDON_ERR_LIMIT,
+					  "more than 16 MiB of stdin is waiting for the process",
+					  NULL);
+	nb = realloc(p->in_buf, p->in_len + len + 1);
+	if (!nb)
+		return -ENOMEM;
+	p->in_buf = nb;
+	memcpy(p->in_buf + p->in_len, data, len);
+	p->in_len += len;
+	r = stdin_flush(p);
+	if (r == -EAGAIN && !p->in_src)
+		r = event_add_io(cl->ctl->loop, p->stdin_fd, EPOLLOUT, on_stdin_writable, p,
+				 &p->in_src);
+	if (r < 0 && r != -EAGAIN) {
+		stdin_close(p);
+		return client_reply_error(cl, id, CORDON_ERR_NOT_FOUND,
+					  "the process closed its stdin", NULL);
+	}
+	return client_reply(cl, id, json_pack("{s:I,s:I}", "written", (json_int_t)len, "pending",
+					      (json_int_t)p->in_len));
 }
 
 int method_process_close_stdin(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
@@ -739,7 +895,12 @@ int method_process_close_stdin(struct client *cl, json_t *id, json_t *params, in
 
 	if (!p)
 		return 0;
-	p->stdin_fd = safe_close(p->stdin_fd);
+	/* Pending data is delivered first; EOF follows it. A pty has no EOF of its own: closing
+	 * our side of it would hang up the terminal, which is what closing means there too. */
+	if (p->in_len > 0)
+		p->in_close = true;
+	else
+		stdin_close(p);
 	return client_reply(cl, id, json_object());
 }
 

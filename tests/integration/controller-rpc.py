@@ -127,6 +127,30 @@ time.sleep(0.2)
 t.ok(r and host_pids_with(marker) == [], "cancel killed the whole tree, grandchildren too",
      host_pids_with(marker))
 
+# --- stdin pipes and ptys -------------------------------------------------------------------
+import base64  # noqa: E402
+
+r = c.call("process.spawn", base(argv=["/bin/sh", "-c", "wc -c"], stdio={"stdin": "pipe"}))
+wpid = r["result"]["processId"]
+c.notes = []
+r1 = c.call("process.write", {"processId": wpid, "data": base64.b64encode(b"x" * (3 << 20)).decode()})
+r2 = c.call("process.write", {"processId": wpid, "text": "tail\n"})
+c.call("process.closeStdin", {"processId": wpid})
+r = wait_exit(c, wpid)
+out = b"".join(base64.b64decode(n["params"]["data"]) for n in c.notes if n["method"] == "process.output")
+t.ok(r1.get("result", {}).get("written") == 3 << 20 and out == b"3145733\n",
+     "3 MiB written to a stdin pipe arrive whole, then EOF", (r1, r2, out))
+r = c.call("process.spawn", base(argv=["/bin/sh", "-c", "test -t 0 && test -t 1 && echo tty; read x; echo got $x"], pty=True))
+ppid = r["result"]["processId"]
+c.notes = []
+time.sleep(0.2)
+c.call("process.write", {"processId": ppid, "text": "typed\n"})
+r = wait_exit(c, ppid)
+out = b"".join(base64.b64decode(n["params"]["data"]) for n in c.notes if n["method"] == "process.output")
+t.ok(b"tty" in out and b"got typed" in out, "a pty is a terminal both ways", out)
+r = c.call("process.spawn", base(argv=["/bin/true"], pty=True, stdio={"stdin": "pipe"}))
+t.ok(r.get("error", {}).get("data", {}).get("field") == "params.pty", "pty with stdio is refused", r)
+
 # --- bad input ------------------------------------------------------------------------------
 c.send_raw(b"{this is not json\n")
 m = c.read_msg()
