@@ -1,6 +1,20 @@
-## bench/: benchmarks (not tests). `make bench/spawn && sudo bench/spawn --launcherd ./cordon-launcherd`
-EXTRA_PROGRAMS = bench/spawn
+## bench/: benchmarks (not tests). `make bench` builds them all; bench/README.md says how to run.
+##   bench/spawn             launcherd request → reaped, paired with bwrap and fork+exec
+##   bench/bench-paired      paired timing of whole commands (cordon run vs bwrap)
+##   bench/bench-exec        process.exec over an open controller connection
+##   bench/proxy-throughput  256 MiB through the proxy vs plain loopback TCP; CONNECT latency
+EXTRA_PROGRAMS = bench/spawn bench/bench-paired bench/bench-exec bench/proxy-throughput
 bench_spawn_SOURCES = %reldir%/spawn.c
 bench_spawn_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_spawn_LDADD = libctl_launcher.a libipc.a libcommon.a $(JANSSON_LIBS)
-CLEANFILES += bench/spawn
+bench_bench_paired_SOURCES = %reldir%/bench-paired.c
+bench_bench_exec_SOURCES = %reldir%/bench-exec.c
+bench_bench_exec_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+bench_bench_exec_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
+bench_proxy_throughput_SOURCES = %reldir%/proxy-throughput.c
+bench_proxy_throughput_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+bench_proxy_throughput_LDADD = libproxy.a libcommon.a $(JANSSON_LIBS)
+CLEANFILES += $(EXTRA_PROGRAMS)
+EXTRA_DIST += %reldir%/run-cli.sh
+bench: $(EXTRA_PROGRAMS)
+.PHONY: bench

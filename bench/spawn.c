@@ -54,6 +54,7 @@ static const char *plan_text =
 	"\"scope\":[\"abstract-unix-socket\",\"signal\"]},"
 	"\"network\":\"none\",\"dieWithRequester\":true}";
 
+static const char floor_text[] = "{\"maxNetwork\":\"host\"}\n";
 static const char *bwrap_path = "/usr/bin/bwrap";
 static json_t *plan;
 static int usr_fd = -1;
@@ -106,17 +107,28 @@ static int run_plain(void)
 
 static int run_bwrap(void)
 {
-	char *argv[] = { (char *)bwrap_path,	  (char *)"--unshare-all",
-			 (char *)"--ro-bind",	  (char *)"/usr",
-			 (char *)"/usr",	  (char *)"--symlink",
-			 (char *)"usr/bin",	  (char *)"/bin",
-			 (char *)"--symlink",	  (char *)"usr/lib",
-			 (char *)"/lib",	  (char *)"--symlink",
-			 (char *)"usr/lib64",	  (char *)"/lib64",
-			 (char *)"--proc",	  (char *)"/proc",
-			 (char *)"--dev",	  (char *)"/dev",
-			 (char *)"--tmpfs",	  (char *)"/tmp",
-			 (char *)"--die-with-parent", (char *)"/bin/true",
+	char *argv[] = { (char *)bwrap_path,
+			 (char *)"--unshare-all",
+			 (char *)"--ro-bind",
+			 (char *)"/usr",
+			 (char *)"/usr",
+			 (char *)"--symlink",
+			 (char *)"usr/bin",
+			 (char *)"/bin",
+			 (char *)"--symlink",
+			 (char *)"usr/lib",
+			 (char *)"/lib",
+			 (char *)"--symlink",
+			 (char *)"usr/lib64",
+			 (char *)"/lib64",
+			 (char *)"--proc",
+			 (char *)"/proc",
+			 (char *)"--dev",
+			 (char *)"/dev",
+			 (char *)"--tmpfs",
+			 (char *)"/tmp",
+			 (char *)"--die-with-parent",
+			 (char *)"/bin/true",
 			 NULL };
 
 	return run_argv(argv);
@@ -208,7 +220,8 @@ int main(int argc, char **argv)
 	};
 	const char *launcherd = "./cordon-launcherd", *plan_file = NULL;
 	char sock[] = "/tmp/cordon-bench.XXXXXX";
-	char sock_path[64];
+	char sock_path[64], floor_path[64];
+	int ret = 1;
 	int rounds = 300, c;
 	double seconds = 5;
 	struct ctl_launcher *l = NULL;
@@ -237,7 +250,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	if (geteuid() != 0) {
-		(void)fprintf(stderr, "bench/spawn: run as root (it starts a privileged launcherd)\n");
+		(void)fprintf(stderr,
+			      "bench/spawn: run as root (it starts a privileged launcherd)\n");
 		return 2;
 	}
 	if (access(bwrap_path, X_OK) < 0) {
@@ -249,13 +263,17 @@ int main(int argc, char **argv)
 	if (!plan || usr_fd < 0 || !mkdtemp(sock))
 		return 1;
 	(void)snprintf(sock_path, sizeof(sock_path), "%s/ld.sock", sock);
+	(void)snprintf(floor_path, sizeof(floor_path), "%s/floor.json", sock);
+	/* A floor that lets --plan variants measure network "host" too. */
+	if (write_file_atomic(floor_path, floor_text, strlen(floor_text), 0644) < 0)
+		return 1;
 
 	ld = fork();
 	if (ld == 0) {
 		int null = open("/dev/null", O_RDWR);
 
 		(void)dup2(null, 2);
-		execl(launcherd, launcherd, "--socket", sock_path, "--floor", "/nonexistent",
+		execl(launcherd, launcherd, "--socket", sock_path, "--floor", floor_path,
 		      (char *)NULL);
 		_exit(127);
 	}
@@ -263,7 +281,7 @@ int main(int argc, char **argv)
 		(void)usleep(10000);
 	if (!l || ctl_launcher_hello(l, NULL, NULL) < 0) {
 		(void)fprintf(stderr, "bench/spawn: launcherd did not start\n");
-		return 1;
+		goto out;
 	}
 	rss_idle = rss_kib(ld);
 
@@ -273,7 +291,7 @@ int main(int argc, char **argv)
 	ratio = calloc((size_t)rounds, sizeof(double));
 	diff = calloc((size_t)rounds, sizeof(double));
 	if (!t_plain || !t_bwrap || !t_ld || !ratio || !diff)
-		return 1;
+		goto out;
 	/* Warm-up: caches, the daemon's first allocations. */
 	for (int i = 0; i < 20; i++) {
 		(void)run_plain();
@@ -284,15 +302,15 @@ int main(int argc, char **argv)
 		double t0 = now_ms();
 
 		if (run_plain() < 0)
-			return 1;
+			goto out;
 		t_plain[i] = now_ms() - t0;
 		t0 = now_ms();
 		if (run_bwrap() < 0)
-			return 1;
+			goto out;
 		t_bwrap[i] = now_ms() - t0;
 		t0 = now_ms();
 		if (run_launcherd(l) < 0)
-			return 1;
+			goto out;
 		t_ld[i] = now_ms() - t0;
 		ratio[i] = t_ld[i] / t_bwrap[i];
 		diff[i] = t_ld[i] - t_plain[i];
@@ -303,7 +321,8 @@ int main(int argc, char **argv)
 	printf("  bwrap --unshare-all  %7.3f ms\n", median(t_bwrap, (size_t)rounds));
 	printf("  launcherd (full)     %7.3f ms\n", median(t_ld, (size_t)rounds));
 	printf("  launcherd / bwrap    %7.3f     (target <= 0.6)\n", median(ratio, (size_t)rounds));
-	printf("  launcherd - fork+exec %6.3f ms  (target <= 1.0 ms)\n", median(diff, (size_t)rounds));
+	printf("  launcherd - fork+exec %6.3f ms  (target <= 1.0 ms)\n",
+	       median(diff, (size_t)rounds));
 	fflush(stdout);
 
 	{
@@ -319,9 +338,12 @@ int main(int argc, char **argv)
 	printf("launcherd RSS: idle at start %ld KiB, idle after the runs %ld KiB (target <= 4096)\n",
 	       rss_idle, rss_after);
 
+	ret = 0;
+out:
 	ctl_launcher_free(l);
 	(void)kill(ld, SIGTERM);
 	(void)waitpid(ld, NULL, 0);
+	(void)unlink(floor_path);
 	(void)rmdir(sock);
-	return 0;
+	return ret;
 }

@@ -51,6 +51,7 @@ static void run_usage(bool capture)
 	       "  --pids N               process limit\n"
 	       "  --max-output BYTES     capture at most BYTES of each stream (exec)\n"
 	       "  --detach               (run) keep running when this CLI exits; print the id\n"
+	       "                         (its stdio is /dev/null)\n"
 	       "  --json                 print the result as JSON\n"
 	       "  -h, --help             show this help\n\n"
 	       "Exit status: the command's own (128+N if signal N ended it); 120 policy refused,\n"
@@ -454,11 +455,17 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 		return exit_status_of(result);
 	}
 
-	/* run: our stdio goes to the command as fds 0, 1, 2 of this message. */
-	json_object_set_new(params, "stdio",
-			    json_pack("{s:i,s:i,s:i}", "stdin", 0, "stdout", 1, "stderr", 2));
-	if (detach)
+	/* run: our stdio goes to the command as fds 0, 1, 2 of this message. A detached command
+	 * outlives us: it gets none of our stdio (it would hold a pipe or terminal of ours open
+	 * after we are gone); its output is discarded unless it redirects it itself. */
+	if (detach) {
+		json_object_set_new(params, "stdio",
+				    json_pack("{s:s,s:s,s:s}", "stdin", "null", "stdout", "null",
+					      "stderr", "null"));
 		json_object_set_new(params, "detached", json_true());
+	} else
+		json_object_set_new(params, "stdio", json_pack("{s:i,s:i,s:i}", "stdin", 0,
+							       "stdout", 1, "stderr", 2));
 	{
 		sigset_t mask;
 
@@ -470,8 +477,8 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 		sigaddset(&mask, SIGQUIT);
 		(void)sigprocmask(SIG_BLOCK, &mask, NULL);
 	}
-	r = cli_call(cli, "process.spawn", json_incref(params), (const int[]){ 0, 1, 2 }, 3, &result,
-		     &error, on_notify, &st);
+	r = cli_call(cli, "process.spawn", json_incref(params), (const int[]){ 0, 1, 2 },
+		     detach ? 0 : 3, &result, &error, on_notify, &st);
 	if (r == -EREMOTEIO)
 		return cli_report_error(error, "run");
 	if (r < 0)

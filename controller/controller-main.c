@@ -213,9 +213,10 @@ int main(int argc, char **argv)
 	r = controller_events_open(&ctl);
 	if (r < 0 && r != -EACCES && r != -EROFS)
 		return 1;
-	r = controller_launcher_start(&ctl);
+	ctl.fail_persist = getenv("CORDON_TEST_FAIL_PERSIST") != NULL;
+	r = controller_backends_start(&ctl);
 	if (r < 0)
-		return log_error_errno(r, "no launcher is available: %m"), 1;
+		return log_error_errno(r, "no confining launcher is available: %m"), 1;
 	r = controller_listen(&ctl, socket_path);
 	if (r < 0)
 		return log_error_errno(r, "cannot listen on \"%s\": %m", socket_path), 1;
@@ -239,7 +240,7 @@ int main(int argc, char **argv)
 	(void)unlink(ctl.socket_path);
 	while (ctl.clients)
 		controller_client_free(ctl.clients);
-	controller_launcher_stop(&ctl);
+	controller_backends_stop(&ctl);
 	controller_processes_free(&ctl);
 	controller_sandboxes_free(&ctl);
 	event_source_free(idle_src);
@@ -248,6 +249,7 @@ int main(int argc, char **argv)
 	safe_close(ctl.listen_fd);
 	safe_close(ctl.events_log_fd);
 	json_decref(ctl.events_ring);
+	json_decref(ctl.early_exits);
 	event_loop_free(ctl.loop);
 	free(ctl.socket_path);
 	free(ctl.state_dir);

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
+#include "controller/controller-backend.h"
 #include "controller/controller.h"
 #include "ipc/ipc-json.h"
 
@@ -81,12 +82,33 @@ struct process {
 	struct waiter *waiters;
 	bool finished;
 	char *group; /* the acquired sandbox (sandbox.acquire) it runs in, if any */
+	struct backend_instance *bi; /* the launcher instance that created it (a reference) */
+	bool starting;               /* the launcher has not answered the spawn yet */
+	json_t *spawn_id;            /* spawn: the request to answer once started */
+	int kill_pending;            /* a signal asked for while starting */
+	json_t *plan;                /* while starting: what to send */
+	int plan_fds[IPC_MAX_FDS];
+	size_t n_plan_fds;
 	/* Internal processes (a sandbox's setup hook): told here instead of a client. */
 	void (*on_done)(struct controller *c, const char *process_id, json_t *result, void *ud);
 	void *on_done_ud;
 };
 
 static void stdin_close(struct process *p);
+
+/* Signal a process through the instance that created it (9: its whole tree). */
+static int process_kill(struct process *p, int sig)
+{
+	if (p->exit || p->finished)
+		return 0;
+	if (p->starting) {
+		p->kill_pending = sig;
+		return 0;
+	}
+	if (!p->bi || !p->sandbox)
+		return -ESRCH;
+	return p->bi->ops->kill(p->bi, p->sandbox, sig);
+}
 
 static struct process *process_find(struct controller *c, const char *id)
 {
@@ -127,6 +149,10 @@ static void process_free(struct process *p)
 	free(p->sandbox);
 	free(p->launcher);
 	free(p->group);
+	json_decref(p->spawn_id);
+	json_decref(p->plan);
+	close_many(p->plan_fds, p->n_plan_fds);
+	backend_instance_unref(p->bi);
 	free(p);
 }
 
@@ -362,19 +388,16 @@ eof:
 	return 0;
 }
 
-static int capture_start(struct process *p, int i, const char *name, int fd, bool notify)
+static int capture_start(struct capture *cap)
 {
-	struct capture *cap = &p->out[i];
 	int r;
 
-	cap->p = p;
-	cap->name = name;
-	cap->fd = fd;
-	cap->notify = notify;
-	r = fd_set_nonblock(fd, true);
+	if (cap->fd < 0 || cap->src)
+		return 0;
+	r = fd_set_nonblock(cap->fd, true);
 	if (r < 0)
 		return r;
-	return event_add_io(p->ctl->loop, fd, EPOLLIN, on_capture, cap, &cap->src);
+	return event_add_io(cap->p->ctl->loop, cap->fd, EPOLLIN, on_capture, cap, &cap->src);
 }
 
 /* A pseudo-terminal pair: the master stays with us, the slave becomes the process's stdio. */
@@ -557,15 +580,11 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	struct ctl_plan plan = { 0 };
 	struct field_error fe = { 0 };
 	struct start_args a = { .exec = exec };
-	_cleanup_json_ json_t *lerr = NULL;
 	int out_r[2] = { -1, -1 };
-	_cleanup_free_ char *sandbox = NULL;
-	_cleanup_close_ int pidfd = -1;
 	struct process *p;
-	unsigned long long t_compile, t_spawn;
+	unsigned long long t_compile;
 	int stdin_w = -1, pty_master = -1, pty_slave = -1;
 	json_t *stdio;
-	pid_t pid = 0;
 	int r;
 
 	r = ipc_json_check_keys(params, exec ? exec_keys : spawn_keys, "params", &fe);
@@ -689,34 +708,29 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	if (a.detached)
 		json_object_set_new(plan.plan, "dieWithRequester", json_false());
 
-	t_spawn = now_usec();
-	r = controller_launcher_spawn(c, plan.plan, plan.fds, plan.n_fds, &sandbox, &pidfd, &pid,
-				      &lerr);
-	t_spawn = now_usec() - t_spawn;
-	log_debug("compile %llu us, launcher spawn %llu us", t_compile, t_spawn);
-	/* The sandbox has its copies now (or failed): drop ours, so EOF comes when it exits. */
-	close_many(plan.fds, plan.n_fds);
-	plan.n_fds = 0;
-	if (r < 0) {
-		controller_event(c, "spawn-failed",
-				 json_pack("{s:O,s:O?}", "argv", json_object_get(params, "argv"),
-					   "error", lerr));
-		*ret_error = launcher_error_obj(lerr, r);
+	if (!c->active) {
+		*ret_error = error_obj(CORDON_ERR_BACKEND,
+				       "no launcher is active (an activation is in progress or failed)",
+				       NULL);
+		r = -ENODEV;
 		goto out;
 	}
 
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		(void)controller_launcher_kill(c, sandbox, SIGKILL);
 		r = -ENOMEM;
 		goto fail;
 	}
 	p->ctl = c;
 	(void)snprintf(p->id, sizeof(p->id), "p%llu", ++c->next_process);
-	p->sandbox = TAKE_PTR(sandbox);
-	p->launcher = strdup(controller_launcher_name(c));
-	p->pid = pid;
-	p->pidfd = TAKE_FD(pidfd);
+	p->bi = backend_instance_ref(c->active);
+	p->launcher = strdup(p->bi->name);
+	p->starting = true;
+	p->pidfd = -1;
+	p->plan = TAKE_PTR(plan.plan);
+	memcpy(p->plan_fds, plan.fds, plan.n_fds * sizeof(int));
+	p->n_plan_fds = plan.n_fds;
+	plan.n_fds = 0;
 	p->argv = json_incref(json_object_get(params, "argv"));
 	p->owner = cl;
 	p->detached = a.detached;
@@ -736,15 +750,16 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	p->start_usec = now_usec();
 	p->next = c->processes;
 	c->processes = p;
-	for (int i = 0; i < 2; i++)
-		if (out_r[i] >= 0) {
-			p->out[i].eof = false;
-			r = capture_start(p, i, i == 0 ? "stdout" : "stderr", TAKE_FD(out_r[i]),
-					  !exec);
-			if (r < 0)
-				capture_close(&p->out[i]);
-		} else
-			p->out[i].name = i == 0 ? "stdout" : "stderr";
+	/* Output is watched only once the spawn is answered (on_spawned()), so a client never sees
+	 * output of a process whose id it has not been told yet. */
+	for (int i = 0; i < 2; i++) {
+		p->out[i].p = p;
+		p->out[i].name = i == 0 ? "stdout" : "stderr";
+		p->out[i].notify = !exec;
+		p->out[i].fd = TAKE_FD(out_r[i]);
+		p->out[i].eof = p->out[i].fd < 0;
+	}
+	log_debug("compile %llu us", t_compile);
 
 	{
 		const char *group = NULL;
@@ -753,10 +768,6 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		if (group)
 			p->group = strdup(group);
 	}
-	controller_event(c, "spawn",
-			 json_pack("{s:s,s:s,s:s,s:i,s:O,s:b,s:s?}", "processId", p->id, "instance",
-				   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid, "argv",
-				   p->argv, "exec", exec, "sandboxId", p->group));
 	*ret = p;
 	r = 0;
 	goto out;
@@ -777,16 +788,105 @@ out:
 	return r;
 }
 
+/* Result of a spawn that never started: what exec and internal callers get. */
+static json_t *start_failure_result(struct process *p, json_t *err)
+{
+	json_t *r = json_pack("{s:s,s:s,s:s,s:O?}", "processId", p->id, "launcher", p->launcher,
+			      "reason", "spawn-failed", "error", err);
+	return r;
+}
+
+static void process_drop(struct process *p)
+{
+	process_unlink(p->ctl, p);
+	process_free(p);
+}
+
+static void claim_early_exit(struct process *p);
+
+static void on_spawned(struct backend_instance *bi, const char *sandbox, int pidfd, pid_t pid,
+		       json_t *lerr, void *ud)
+{
+	struct process *p = ud;
+	struct controller *c = p->ctl;
+
+	p->starting = false;
+	/* The sandbox has its copies of the fds now (or failed): drop ours, so EOF comes when it
+	 * exits and a failed start closes the pipes at once. */
+	close_many(p->plan_fds, p->n_plan_fds);
+	p->n_plan_fds = 0;
+	json_decref(TAKE_PTR(p->plan));
+
+	if (!sandbox) {
+		_cleanup_json_ json_t *err = launcher_error_obj(lerr, -EIO);
+
+		controller_event(c, "spawn-failed",
+				 json_pack("{s:s,s:O,s:O?}", "launcher", bi->name, "argv", p->argv,
+					   "error", lerr));
+		if (p->on_done) {
+			_cleanup_json_ json_t *res = start_failure_result(p, err);
+
+			p->on_done(c, p->id, res, p->on_done_ud);
+		} else if (p->owner && (p->exec_id || p->spawn_id))
+			(void)reply_error_obj(p->owner, p->exec_id ? p->exec_id : p->spawn_id, err);
+		process_drop(p);
+		return;
+	}
+
+	p->sandbox = strdup(sandbox);
+	p->pidfd = pidfd;
+	p->pid = pid;
+	controller_event(c, "spawn",
+			 json_pack("{s:s,s:s,s:s,s:i,s:O,s:b,s:s?}", "processId", p->id, "instance",
+				   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid, "argv",
+				   p->argv, "exec", p->is_exec, "sandboxId", p->group));
+	/* Reply before any exit report, so the client learns its processId first. */
+	if (p->spawn_id && p->owner)
+		(void)client_reply(p->owner, p->spawn_id,
+				   json_pack("{s:s,s:s,s:s,s:i,s:s?}", "processId", p->id,
+					     "instance", p->sandbox, "launcher", p->launcher, "pid",
+					     (int)p->pid, "sandboxId", p->group));
+	json_decref(TAKE_PTR(p->spawn_id));
+	for (int i = 0; i < 2; i++)
+		if (capture_start(&p->out[i]) < 0)
+			capture_close(&p->out[i]);
+	if (p->kill_pending)
+		(void)process_kill(p, p->kill_pending);
+	else if (!p->owner && !p->detached && !p->on_done)
+		(void)process_kill(p, SIGKILL); /* its client left while it was starting */
+	claim_early_exit(p);
+}
+
+/*
+ * Hand the compiled plan to the instance; the answer comes through on_spawned() (possibly before
+ * this returns). When the instance cannot take the request at all, the process is dropped
+ * without callbacks and the error returned: the caller answers.
+ */
+static int process_launch(struct process *p, json_t **ret_error)
+{
+	int r = p->bi->ops->spawn(p->bi, p->plan, p->plan_fds, p->n_plan_fds, on_spawned, p);
+
+	if (r < 0) {
+		*ret_error = error_obj(CORDON_ERR_BACKEND, "the launcher is not available",
+				       json_pack("{s:s,s:s}", "launcher", p->launcher, "error",
+						 strerror(-r)));
+		process_drop(p);
+	}
+	return r;
+}
+
 int method_process_exec(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
 	_cleanup_json_ json_t *err = NULL;
 	struct process *p = NULL;
 	int r = process_create(cl->ctl, cl, params, fds, n, true, &p, &err);
 
+	if (r >= 0) {
+		p->exec_id = json_incref(id);
+		r = process_launch(p, &err);
+	}
 	if (r < 0)
 		return err ? reply_error_obj(cl, id, err) : r;
-	p->exec_id = json_incref(id);
-	controller_launcher_claim_orphan(cl->ctl, p->sandbox);
 	return 0;
 }
 
@@ -796,15 +896,13 @@ int method_process_spawn(struct client *cl, json_t *id, json_t *params, int *fds
 	struct process *p = NULL;
 	int r = process_create(cl->ctl, cl, params, fds, n, false, &p, &err);
 
+	if (r >= 0) {
+		p->spawn_id = json_incref(id);
+		r = process_launch(p, &err);
+	}
 	if (r < 0)
 		return err ? reply_error_obj(cl, id, err) : r;
-	/* Reply before any exit report, so the client learns its processId first. */
-	r = client_reply(cl, id,
-			 json_pack("{s:s,s:s,s:s,s:i,s:s?}", "processId", p->id, "instance",
-				   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid, "sandboxId",
-				   p->group));
-	controller_launcher_claim_orphan(cl->ctl, p->sandbox);
-	return r;
+	return 0;
 }
 
 /* Look up params.processId; answers the error itself and returns NULL when absent. */
@@ -919,7 +1017,7 @@ int method_process_signal(struct client *cl, json_t *id, json_t *params, int *fd
 		return 0;
 	if (p->exit)
 		return client_reply(cl, id, json_pack("{s:b}", "delivered", false));
-	r = controller_launcher_kill(cl->ctl, p->sandbox, (int)sig);
+	r = process_kill(p, (int)sig);
 	if (r < 0)
 		return client_reply_error(cl, id, CORDON_ERR_BACKEND, strerror(-r), NULL);
 	return client_reply(cl, id, json_pack("{s:b}", "delivered", true));
@@ -968,10 +1066,22 @@ int method_process_list(struct client *cl, json_t *id, json_t *params, int *fds,
 	return client_reply(cl, id, json_pack("{s:o}", "processes", list));
 }
 
-void controller_process_exited(struct controller *c, const char *sandbox, json_t *exit)
+#define EARLY_EXITS_MAX 64
+
+/* An exit report for a sandbox whose spawn answer has not been processed yet is kept here (it
+ * can overtake the answer) and claimed when the process starts. */
+static void claim_early_exit(struct process *p)
 {
-	for (struct process *p = c->processes; p; p = p->next)
-		if (p->sandbox && streq(p->sandbox, sandbox) && !p->exit) {
+	struct controller *c = p->ctl;
+	json_t *v;
+	size_t i;
+
+	json_array_foreach (c->early_exits, i, v)
+		if (streq_ptr(json_string_value(json_object_get(v, "launcher")), p->bi->name) &&
+		    streq_ptr(json_string_value(json_object_get(v, "sandbox")), p->sandbox)) {
+			_cleanup_json_ json_t *exit = json_incref(json_object_get(v, "exit"));
+
+			json_array_remove(c->early_exits, i);
 			p->exit = json_incref(exit);
 			p->end_usec = now_usec();
 			process_maybe_finish(p);
@@ -979,12 +1089,41 @@ void controller_process_exited(struct controller *c, const char *sandbox, json_t
 		}
 }
 
-bool controller_process_known(struct controller *c, const char *sandbox)
+void controller_process_exited_on(struct controller *c, struct backend_instance *bi,
+				  const char *sandbox, json_t *exit)
 {
 	for (struct process *p = c->processes; p; p = p->next)
-		if (p->sandbox && streq(p->sandbox, sandbox))
-			return true;
-	return false;
+		if (p->bi == bi && p->sandbox && streq(p->sandbox, sandbox) && !p->exit) {
+			p->exit = json_incref(exit);
+			p->end_usec = now_usec();
+			process_maybe_finish(p);
+			return;
+		}
+	if (!c->early_exits)
+		c->early_exits = json_array();
+	json_array_append_new(c->early_exits, json_pack("{s:s,s:s,s:O}", "launcher", bi->name,
+							"sandbox", sandbox, "exit", exit));
+	while (json_array_size(c->early_exits) > EARLY_EXITS_MAX)
+		json_array_remove(c->early_exits, 0);
+}
+
+void controller_processes_instance_lost(struct controller *c, struct backend_instance *bi)
+{
+	_cleanup_json_ json_t *exit = json_pack("{s:i,s:i,s:s}", "exitCode", 0, "signal", 9,
+						"reason", "launcher-lost");
+
+	for (struct process *p = c->processes, *next; p; p = next) {
+		next = p->next;
+		if (p->bi != bi || p->exit || p->finished)
+			continue;
+		if (p->starting) {
+			on_spawned(bi, NULL, -1, 0, NULL, p); /* drops p */
+			continue;
+		}
+		p->exit = json_incref(exit);
+		p->end_usec = now_usec();
+		process_maybe_finish(p);
+	}
 }
 
 void controller_processes_client_gone(struct controller *c, struct client *cl)
@@ -1005,7 +1144,7 @@ void controller_processes_client_gone(struct controller *c, struct client *cl)
 		p->owner = NULL;
 		json_decref(TAKE_PTR(p->exec_id));
 		if (!p->detached && !p->exit)
-			(void)controller_launcher_kill(c, p->sandbox, SIGKILL);
+			(void)process_kill(p, SIGKILL);
 	}
 }
 
@@ -1013,7 +1152,7 @@ void controller_processes_kill_all(struct controller *c)
 {
 	for (struct process *p = c->processes; p; p = p->next)
 		if (!p->exit)
-			(void)controller_launcher_kill(c, p->sandbox, SIGKILL);
+			(void)process_kill(p, SIGKILL);
 }
 
 bool controller_processes_idle(struct controller *c)
@@ -1048,15 +1187,19 @@ int controller_process_start_internal(struct controller *c, struct client *owner
 	p->on_done_ud = ud;
 	if (ret_id)
 		*ret_id = strdup(p->id);
-	controller_launcher_claim_orphan(c, p->sandbox);
-	return 0;
+	r = process_launch(p, ret_error);
+	if (r < 0 && ret_id) {
+		free(*ret_id);
+		*ret_id = NULL;
+	}
+	return r;
 }
 
 void controller_processes_kill_group(struct controller *c, const char *group)
 {
 	for (struct process *p = c->processes; p; p = p->next)
 		if (p->group && streq(p->group, group) && !p->exit)
-			(void)controller_launcher_kill(c, p->sandbox, SIGKILL);
+			(void)process_kill(p, SIGKILL);
 }
 
 void controller_process_forget_callback(struct controller *c, const char *process_id)

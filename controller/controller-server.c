@@ -43,6 +43,8 @@ static const struct method {
 	{ "policy.check", method_policy_check },
 	{ "policy.explain", method_policy_explain },
 	{ "host.doctor", method_host_doctor },
+	{ "backend.list", method_backend_list },
+	{ "backend.activate", method_backend_activate },
 };
 
 static int client_update_events(struct client *cl)

@@ -44,7 +44,10 @@ struct controller {
 	struct sandbox *sandboxes;
 	unsigned long long next_sandbox;
 	unsigned long long next_process;
-	struct ctl_launcher_ref *launcher; /* the active launcher (controller-launcher.c) */
+	struct backend_instance *active;  /* serves new processes (controller-backend.c) */
+	struct activation *activations;   /* the running activation, then the queued ones */
+	bool fail_persist;                /* test hook: persisting the selection fails */
+	json_t *early_exits;              /* exit reports that overtook their spawn answer */
 	char *state_dir;
 	int events_log_fd;
 	json_t *events_ring; /* recent events, newest last */
@@ -147,24 +150,31 @@ int controller_request_policy_parsed(struct controller *c, json_t *params, json_
 int controller_request_policy(struct controller *c, json_t *params, json_t **ret,
 			      struct field_error *fe);
 
-/* controller-launcher.c: the active launcher. */
-int controller_launcher_start(struct controller *c);
-void controller_launcher_stop(struct controller *c);
-/* The launcher's hello reply (capabilities and floor), borrowed. */
+/* controller-backend.c: backends, instances, the activation transaction. */
+struct backend_ops;
+struct backend_instance;
+typedef void (*activation_done_cb)(struct controller *c, int r, const char *step,
+				   const char *message, const char *launcher, void *ud);
+/* Queue an activation of ref with candidate settings (serialized; completes through done). */
+int controller_backend_activate(struct controller *c, const char *ref, json_t *settings,
+				bool explicit_request, activation_done_cb done, void *ud);
+int controller_backends_start(struct controller *c);
+void controller_backends_stop(struct controller *c);
+const struct backend_ops *controller_backend_find(struct controller *c, const char *ref);
+int controller_backend_validate_settings(struct controller *c, const struct backend_ops *ops,
+					 const char *ref, json_t *settings, struct field_error *fe);
+int controller_backend_persist(struct controller *c, const char *ref, json_t *settings);
+int controller_backend_load_selection(struct controller *c, char **ret_ref,
+				      json_t **ret_settings);
+/* An instance's launcher went away: its processes are gone; re-establish auto if active. */
+void controller_backend_lost(struct controller *c, struct backend_instance *bi);
+void controller_processes_instance_lost(struct controller *c, struct backend_instance *bi);
+/* Packs (controller-packs.c). */
+const struct backend_ops *controller_pack_backend_find(struct controller *c, const char *ref);
+int method_backend_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+/* The active launcher's hello reply (capabilities and floor), borrowed. */
 json_t *controller_launcher_hello(struct controller *c);
 /* Which launcher instance serves new processes, e.g. "builtin:auto#1". */
 const char *controller_launcher_name(struct controller *c);
-/*
- * Spawn through the active launcher. On success *ret_sandbox is the launcher's sandbox id,
- * *ret_pidfd and *ret_pid the init of the sandbox. On failure *ret_error holds the launcher's
- * error object (PROTOCOL.md §1.2 "error") when the launcher refused.
- */
-int controller_launcher_spawn(struct controller *c, json_t *plan, const int *fds, size_t n_fds,
-			      char **ret_sandbox, int *ret_pidfd, pid_t *ret_pid, json_t **ret_error);
-int controller_launcher_kill(struct controller *c, const char *sandbox, int sig);
-/* Called by controller-launcher.c when the launcher reports a sandbox's end. */
-void controller_process_exited(struct controller *c, const char *sandbox, json_t *exit);
-/* Is sandbox one of our live processes? (controller-process.c) */
-bool controller_process_known(struct controller *c, const char *sandbox);
-/* After registering a process: deliver its exit if it came before the spawn reply did. */
-void controller_launcher_claim_orphan(struct controller *c, const char *sandbox);
+

@@ -53,7 +53,7 @@ int ctl_launcher_error_to_errno(const char *code)
 		int error;
 	} map[] = {
 		{ "invalid-plan", EINVAL }, { "floor-refused", EPERM }, { "setup-failed", EIO },
-		{ "exec-failed", ENOEXEC }, { "limit", EAGAIN },	 { "not-found", ESRCH },
+		{ "exec-failed", ENOEXEC }, { "limit", EAGAIN },	{ "not-found", ESRCH },
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(map); i++)
@@ -109,8 +109,9 @@ int ctl_launcher_start_user_mode(const char *launcherd_path, const char *floor_p
 		return r;
 	}
 	if (pid == 0) {
-		const char *argv[] = { launcherd_path, "--mode=user", "--socket-fd=3",
-				       floor_path ? "--floor" : NULL, floor_path, NULL };
+		const char *argv[] = { launcherd_path,	"--mode=user",
+				       "--socket-fd=3", floor_path ? "--floor" : NULL,
+				       floor_path,	NULL };
 
 		/* dup2 onto 3 clears close-on-exec for that one fd. */
 		if (sv[1] == 3 ? fd_set_cloexec(3, false) < 0 : dup2(sv[1], 3) < 0)
@@ -159,8 +160,7 @@ int ctl_launcher_fd(const struct ctl_launcher *l)
 	return l->fd;
 }
 
-void ctl_launcher_set_exit_handler(struct ctl_launcher *l, ctl_launcher_exit_cb cb,
-				   void *userdata)
+void ctl_launcher_set_exit_handler(struct ctl_launcher *l, ctl_launcher_exit_cb cb, void *userdata)
 {
 	l->exit_cb = cb;
 	l->exit_userdata = userdata;
@@ -358,7 +358,8 @@ int ctl_launcher_hello(struct ctl_launcher *l, json_t **ret_info, struct ctl_lau
 	}
 	if (!streq_ptr(reply_type(p), "hello")) {
 		parse_error(p->reply, reterr);
-		r = ctl_launcher_error_to_errno(json_string_value(json_object_get(p->reply, "code")));
+		r = ctl_launcher_error_to_errno(
+			json_string_value(json_object_get(p->reply, "code")));
 	} else if (ret_info)
 		*ret_info = json_incref(p->reply);
 	pending_remove(l, p);
@@ -396,7 +397,8 @@ int ctl_launcher_spawn(struct ctl_launcher *l, json_t *plan, const int *fds, siz
 		}
 	} else {
 		parse_error(p->reply, reterr);
-		r = ctl_launcher_error_to_errno(json_string_value(json_object_get(p->reply, "code")));
+		r = ctl_launcher_error_to_errno(
+			json_string_value(json_object_get(p->reply, "code")));
 	}
 	pending_remove(l, p);
 	return r;
@@ -441,7 +443,8 @@ int ctl_launcher_kill(struct ctl_launcher *l, const char *sandbox, int sig,
 	}
 	if (!streq_ptr(reply_type(p), "ok")) {
 		parse_error(p->reply, reterr);
-		r = ctl_launcher_error_to_errno(json_string_value(json_object_get(p->reply, "code")));
+		r = ctl_launcher_error_to_errno(
+			json_string_value(json_object_get(p->reply, "code")));
 	}
 	pending_remove(l, p);
 	return r;

@@ -28,10 +28,10 @@ struct ctl_launcher;
 
 /* An "error" reply (or a local failure, code "internal"). */
 struct ctl_launcher_error {
-	char code[32];	  /* invalid-plan, floor-refused, setup-failed, exec-failed, limit, … */
-	int error;	  /* errno */
-	char field[256];  /* plan field path, may be empty */
-	char step[32];	  /* set-up step, may be empty */
+	char code[32];	 /* invalid-plan, floor-refused, setup-failed, exec-failed, limit, … */
+	int error;	 /* errno */
+	char field[256]; /* plan field path, may be empty */
+	char step[32];	 /* set-up step, may be empty */
 	char message[1024];
 };
 
@@ -67,7 +67,8 @@ void ctl_launcher_free(struct ctl_launcher *l);
 int ctl_launcher_fd(const struct ctl_launcher *l);
 
 /* hello; *ret_info (optional) gets the reply object (mode, landlockAbi, cgroup, floor, …). */
-int ctl_launcher_hello(struct ctl_launcher *l, json_t **ret_info, struct ctl_launcher_error *reterr);
+int ctl_launcher_hello(struct ctl_launcher *l, json_t **ret_info,
+		       struct ctl_launcher_error *reterr);
 
 /*
  * Send a plan with its fds (indices as the plan names them) and wait for spawned/error.
@@ -84,8 +85,7 @@ int ctl_launcher_spawn_async(struct ctl_launcher *l, json_t *plan, const int *fd
 int ctl_launcher_kill(struct ctl_launcher *l, const char *sandbox, int sig,
 		      struct ctl_launcher_error *reterr);
 
-void ctl_launcher_set_exit_handler(struct ctl_launcher *l, ctl_launcher_exit_cb cb,
-				   void *userdata);
+void ctl_launcher_set_exit_handler(struct ctl_launcher *l, ctl_launcher_exit_cb cb, void *userdata);
 /* Non-blocking: handle every message already readable. -ECONNRESET when launcherd went away. */
 int ctl_launcher_process(struct ctl_launcher *l);
 /* Blocking: wait for the exit of sandbox (queued reports first). */

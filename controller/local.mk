@@ -17,8 +17,37 @@ cordon_controller_SOURCES = \
 	%reldir%/controller-process.c \
 	%reldir%/controller-policy.c \
 	%reldir%/controller-sandbox.c \
-	%reldir%/controller-launcher.c \
+	%reldir%/controller-backend.h \
+	%reldir%/controller-backend.c \
+	%reldir%/controller-backend-auto.c \
+	%reldir%/controller-backend-host.c \
 	%reldir%/controller-doctor.c
 cordon_controller_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSECCOMP_CFLAGS)
-cordon_controller_LDADD = libctl_launcher.a libpolicy_compile.a libpolicy.a libipc.a \
+cordon_controller_LDADD = libproxy.a libctl_launcher.a libpolicy_compile.a libpolicy.a libipc.a \
 	libcommon.a $(JANSSON_LIBS) $(LIBSECCOMP_LIBS)
+
+## --- allowed-domains proxy (issue 6): network mode "proxy", docs/NETWORK.md ----------------
+## The engine the controller serves a sandbox's proxy listener with; jansson and libcommon only.
+noinst_LIBRARIES += libproxy.a
+libproxy_a_SOURCES = \
+	%reldir%/proxy.h \
+	%reldir%/proxy-rules.c \
+	%reldir%/proxy-resolve.c %reldir%/proxy-resolve.h \
+	%reldir%/proxy-engine.c
+libproxy_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+
+PROXY_TESTS_LIBS = libtap.a libproxy.a libpolicy.a libipc.a libcommon.a $(JANSSON_LIBS)
+check_PROGRAMS += tests/unit/test-proxy-rules tests/helpers/proxy-harness
+TESTS += tests/unit/test-proxy-rules tests/integration/proxy-engine.sh
+tests_unit_test_proxy_rules_SOURCES = tests/unit/test-proxy-rules.c
+tests_unit_test_proxy_rules_LDADD = $(PROXY_TESTS_LIBS)
+tests_unit_test_proxy_rules_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+## The engine on a loopback listener with rules from a policy file, for proxy-engine.sh.
+tests_helpers_proxy_harness_SOURCES = tests/helpers/proxy-harness.c
+tests_helpers_proxy_harness_LDADD = $(PROXY_TESTS_LIBS)
+tests_helpers_proxy_harness_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+EXTRA_DIST += \
+	tests/integration/proxy-engine.sh \
+	tests/helpers/proxy-peer.py \
+	docs/NETWORK.md
+## --- end allowed-domains proxy -------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/securebits.h>
@@ -64,7 +65,7 @@ unsigned long long apply_clone_flags(const struct apply_context *ctx)
 {
 	unsigned long long f = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 
-	if (ctx->plan->network != PLAN_NETWORK_HOST)
+	if (ctx->plan->network != PLAN_NETWORK_HOST && ctx->netns_fd < 0)
 		f |= CLONE_NEWNET;
 	/* THE mode difference: in user mode every namespace hangs off a new user namespace in
 	 * which the user is mapped to itself (see STEP_USERNS_MAP and STEP_IDENTITY). */
@@ -132,8 +133,10 @@ static int drop_capabilities(void)
 	/* Kept across the uid switch by PR_SET_KEEPCAPS; raise it to edit the bounding set. */
 	if (cap_set_flag(caps, CAP_EFFECTIVE, 1, &setpcap, CAP_SET) < 0 || cap_set_proc(caps) < 0)
 		goto fail;
+	/* Reading is cheap, dropping allocates new credentials: drop only what is there (in
+	 * privileged mode launcherd's own bounding set holds a handful). */
 	for (cap_value_t c = 0; c < cap_max_bits(); c++)
-		if (cap_drop_bound(c) < 0 && errno != EINVAL)
+		if (cap_get_bound(c) > 0 && cap_drop_bound(c) < 0)
 			goto fail;
 	/* A uid-0 sandbox must not regain capabilities by exec or by setuid(0). */
 	if (cap_set_secbits(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
@@ -211,10 +214,50 @@ static int exec_plan(const struct plan *plan)
 }
 
 /*
+ * The sandbox's init (pid 1 of its pid namespace), once the command runs as its child: forward
+ * every signal a supervisor sends (launcherd's kill requests, SIGKILL aside, reach pid 1), reap
+ * every process that ends up ours, and when the command ends write its raw wait status to
+ * report_fd, so that launcherd reports the command's own exit code or signal, then exit: the
+ * kernel kills whatever is left in the namespace.
+ */
+_noreturn_ static void run_init(pid_t child, int report_fd)
+{
+	sigset_t set;
+
+	sigfillset(&set);
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&set, &si);
+
+		if (sig < 0)
+			continue;
+		if (sig != SIGCHLD) {
+			(void)kill(child, sig);
+			continue;
+		}
+		for (;;) {
+			int status;
+			pid_t p = waitpid(-1, &status, WNOHANG);
+
+			if (p <= 0)
+				break;
+			if (p == child) {
+				int32_t st = status;
+
+				(void)!write(report_fd, &st, sizeof(st));
+				_exit(WIFEXITED(status) ? WEXITSTATUS(status)
+							: 128 + WTERMSIG(status));
+			}
+		}
+	}
+}
+
+/*
  * Apply the plan, in this order, and exec. Why this order:
  *
  *  clone          (parent) new mount, pid, ipc, uts and — unless network is "host" — net
- *                 namespaces, plus a user namespace in user mode. We are pid 1 of the new pid
+ *                 namespaces (or, in privileged mode, a fresh one from the pool, entered at
+ *                 the network step), plus a user namespace in user mode. We are pid 1 of the new pid
  *                 namespace: when we die, the kernel kills every process left in it, which is
  *                 how a cancel takes the whole tree down.
  *  cgroup         join the sandbox's cgroup before anything can fork, then unshare the cgroup
@@ -224,11 +267,15 @@ static int exec_plan(const struct plan *plan)
  *                 a fresh tmpfs root built from the plan while we still hold CAP_SYS_ADMIN over
  *                 our mount namespace; bind sources are the requester's fds.
  *  pivot-root     into the new root; the host's tree is detached, not merely hidden.
- *  network        bring lo up in the new netns (needs CAP_NET_ADMIN: before the drop).
+ *  network        bring lo up in the new netns, or enter the pooled one (CAP_NET_ADMIN /
+ *                 CAP_SYS_ADMIN: before the drop).
  *  hostname       in the new uts namespace.
- *  session        setsid(): no controlling terminal, so no TIOCSTI into the caller's tty, and
- *                 no signal from the caller's terminal. Also restore the signal mask launcherd
- *                 blocks for its signalfd.
+ *  session        no controlling terminal, so no TIOCSTI into the caller's tty and no signal
+ *                 from it: launcherd detached itself from any terminal at start (its session
+ *                 has none, so ours has none either); here a process group of our own, so that
+ *                 kill(0, …) reaches nothing but the sandbox. Not setsid(): with autogroup
+ *                 scheduling every new session allocates a task group (≈0.1 ms, multi-ms
+ *                 tails). Also restore the signal mask launcherd blocks for its signalfd.
  *  rlimit         while we may still raise hard limits.
  *  identity       supplementary groups, gid, uid of the requester (SO_PEERCRED, never a request
  *                 field). PR_SET_KEEPCAPS carries the permitted set over the uid switch only so
@@ -242,6 +289,10 @@ static int exec_plan(const struct plan *plan)
  *                 but for fd placement, chdir and execve, which both filters must allow.
  *  fds            stdio placed, every other fd close-on-exec.
  *  cwd            as the user, inside the finished sandbox.
+ *  init           we stay pid 1 and the command runs as our child (see run_init()): a pid 1
+ *                 ignores every signal it has no handler for, so a command that is pid 1 could
+ *                 not be stopped with SIGTERM (not even by itself) and would leave orphans
+ *                 unreaped. Forked last, so the command and we share every restriction above.
  *  exec           the status pipe closes (EOF = success); a failure reports errno.
  */
 _noreturn_ void launcherd_apply(const struct apply_context *ctx)
@@ -267,7 +318,7 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	}
 
 	/* mount-private, root, mount */
-	r = mount_build_root(plan, ctx->fds, ctx->tree_fds, &step, &index, &root_fd);
+	r = mount_build_root(plan, ctx->fds, ctx->tree_fds, ctx->uid == 0, &step, &index, &root_fd);
 	if (r < 0)
 		fail(ctx, (enum apply_step)step, r, index);
 
@@ -277,7 +328,11 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 		fail(ctx, STEP_PIVOT_ROOT, r, -1);
 
 	/* network */
-	if (plan->network != PLAN_NETWORK_HOST) {
+	if (ctx->netns_fd >= 0) {
+		/* A fresh namespace from the pool, lo already up, never entered by anyone else. */
+		if (setns(ctx->netns_fd, CLONE_NEWNET) < 0)
+			fail(ctx, STEP_NETWORK, errno, -1);
+	} else if (plan->network != PLAN_NETWORK_HOST) {
 		r = net_loopback_up();
 		if (r < 0)
 			fail(ctx, STEP_NETWORK, r, -1);
@@ -288,7 +343,7 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 		fail(ctx, STEP_HOSTNAME, errno, -1);
 
 	/* session */
-	if (setsid() < 0)
+	if (setpgid(0, 0) < 0)
 		fail(ctx, STEP_SESSION, errno, -1);
 	sigemptyset(&none);
 	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
@@ -358,6 +413,28 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	/* cwd */
 	if (chdir(plan->cwd) < 0)
 		fail(ctx, STEP_CWD, errno, -1);
+
+	/* init */
+	{
+		sigset_t all;
+		pid_t child;
+
+		/* Blocked before the fork so that no signal slips past between it and run_init();
+		 * the command unblocks them again before exec. */
+		sigfillset(&all);
+		if (sigprocmask(SIG_BLOCK, &all, NULL) < 0)
+			fail(ctx, STEP_EXEC, errno, -1);
+		child = fork();
+		if (child < 0)
+			fail(ctx, STEP_EXEC, errno, -1);
+		if (child > 0) {
+			/* Our copy of the status pipe goes: its EOF is now the command's exec. */
+			(void)close(ctx->status_fd);
+			run_init(child, ctx->report_fd);
+		}
+		if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+			fail(ctx, STEP_EXEC, errno, -1);
+	}
 
 	/* exec */
 	fail(ctx, STEP_EXEC, exec_plan(plan), -1);

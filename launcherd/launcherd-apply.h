@@ -60,10 +60,12 @@ struct apply_status {
  */
 struct apply_context {
 	const struct plan *plan;
-	const int *fds;	     /* the spawn message's fds, by plan index */
-	int *tree_fds;	     /* per mount: a detached clone of a bind source, or -1 */
-	int devnull_fd;	     /* for stdio the plan leaves out */
-	int status_fd;	     /* write end of the status pipe (close-on-exec) */
+	const int *fds; /* the spawn message's fds, by plan index */
+	int *tree_fds;	/* per mount: a detached clone of a bind source, or -1 */
+	int devnull_fd; /* for stdio the plan leaves out */
+	int netns_fd;	/* a fresh netns from the pool (lo up), or -1: CLONE_NEWNET */
+	int status_fd;	/* write end of the status pipe (close-on-exec) */
+	int report_fd;	/* write end of the report pipe: the command's wait status (init) */
 
 	bool userns; /* user mode: the namespaces hang off a new user namespace */
 	uid_t uid;   /* the requester, from SO_PEERCRED */

@@ -80,7 +80,8 @@ static bool file_has_word(const char *path, const char *word)
 
 	if (read_full_file(path, 4096, &buf, NULL) < 0)
 		return false;
-	for (char *save = NULL, *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+	for (char *save = NULL, *t = strtok_r(buf, " \n", &save); t;
+	     t = strtok_r(NULL, " \n", &save))
 		if (streq(t, word))
 			return true;
 	return false;

@@ -15,6 +15,7 @@
  *   5. lo up inside the child's new netns                         launcherd-net.c
  *   6. setgroups/setresgid/setresuid to the requester's identity  launcherd-apply.c
  *   7. signals to the requester's own sandboxes, via pidfd        launcherd-sandbox.c
+ *   8. fresh network namespaces made ahead by a helper            launcherd-net.c
  * The identity in 6 and the ownership check in 7 come from SO_PEERCRED only.
  */
 #include "config.h"
@@ -48,15 +49,11 @@ enum launcher_req {
 	LAUNCHER_REQ_KILL,
 };
 
-typedef int (*launcher_answer_fn)(struct conn *c, int64_t seq, json_t *msg, int *fds,
-				  size_t n_fds);
+typedef int (*launcher_answer_fn)(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
 
-static int launcher_answer_hello(struct conn *c, int64_t seq, json_t *msg, int *fds,
-				 size_t n_fds);
-static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *fds,
-				 size_t n_fds);
-static int launcher_answer_kill(struct conn *c, int64_t seq, json_t *msg, int *fds,
-				size_t n_fds);
+static int launcher_answer_hello(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
+static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
+static int launcher_answer_kill(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
 
 static const struct {
 	const char *type;
@@ -150,8 +147,8 @@ int conn_send_error(struct conn *c, int64_t seq, const char *code, int error, co
 	(void)vsnprintf(message, sizeof(message), fmt, ap);
 	va_end(ap);
 	m = json_pack("{s:s,s:I,s:s,s:i,s:s,s:s,s:s}", "type", "error", "seq", (json_int_t)seq,
-		      "code", code, "errno", error < 0 ? -error : error, "field", field ? field : "",
-		      "step", step ? step : "", "message", message);
+		      "code", code, "errno", error < 0 ? -error : error, "field",
+		      field ? field : "", "step", step ? step : "", "message", message);
 	if (!m)
 		return -ENOMEM;
 	return conn_send(c, m, NULL, 0);
@@ -166,8 +163,7 @@ static int send_field_error(struct conn *c, int64_t seq, const char *code, int e
 
 /* --- answers ----------------------------------------------------------------------------- */
 
-static int launcher_answer_hello(struct conn *c, int64_t seq, json_t *msg, int *fds,
-				 size_t n_fds)
+static int launcher_answer_hello(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds)
 {
 	static const char *const keys[] = { "type", "seq", "version", NULL };
 	struct launcherd *d = c->d;
@@ -178,8 +174,7 @@ static int launcher_answer_hello(struct conn *c, int64_t seq, json_t *msg, int *
 
 	close_many(fds, n_fds);
 	if (ipc_json_check_keys(msg, keys, "", &fe) < 0 ||
-	    ipc_json_get_uint64(msg, "version", true, 1, INT32_MAX, "", &version, &fe) < 0)
-	{
+	    ipc_json_get_uint64(msg, "version", true, 1, INT32_MAX, "", &version, &fe) < 0) {
 		(void)send_field_error(c, seq, "invalid-plan", EINVAL, &fe);
 		return -EPROTO;
 	}
@@ -215,11 +210,11 @@ static int launcher_answer_hello(struct conn *c, int64_t seq, json_t *msg, int *
 	reply = json_pack("{s:s,s:I,s:i,s:s,s:i,s:i,s:b,s:s,s:b,s:s,s:o,s:O}", "type", "hello",
 			  "seq", (json_int_t)seq, "version", LAUNCHERD_PROTOCOL_VERSION, "mode",
 			  d->mode == LAUNCHERD_PRIVILEGED ? "privileged" : "user", "uid",
-			  (int)c->peer.uid, "landlockAbi", d->landlock_abi, "seccomp", 1,
-			  "cgroup", cgroup_kind_to_string(d->cgroup.kind), "userns",
-			  d->mode == LAUNCHERD_USER,
-			  "pidsLimit", d->cgroup.kind != CGROUP_NONE ? "cgroup" : "rlimit-nproc",
-			  "floor", floor_to_json(&d->floor), "unenforceable", unenforceable);
+			  (int)c->peer.uid, "landlockAbi", d->landlock_abi, "seccomp", 1, "cgroup",
+			  cgroup_kind_to_string(d->cgroup.kind), "userns",
+			  d->mode == LAUNCHERD_USER, "pidsLimit",
+			  d->cgroup.kind != CGROUP_NONE ? "cgroup" : "rlimit-nproc", "floor",
+			  floor_to_json(&d->floor), "unenforceable", unenforceable);
 	if (!reply)
 		return -ENOMEM;
 	r = conn_send(c, reply, NULL, 0);
@@ -256,14 +251,14 @@ static int check_ceilings(struct conn *c, int64_t seq, const struct plan *p)
 	return 1;
 }
 
-static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *fds,
-				 size_t n_fds)
+static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds)
 {
 	static const char *const keys[] = { "type", "seq", "plan", NULL };
 	struct launcherd *d = c->d;
 	_cleanup_plan_ struct plan *plan = NULL;
 	struct seccomp_program filter = { 0 };
 	struct field_error fe = { 0 };
+	_cleanup_json_ json_t *unenforced = NULL;
 	const char *step;
 	json_t *pj;
 	int r;
@@ -310,23 +305,27 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 		goto done;
 	}
 	if (plan->has_landlock && plan->landlock_required && d->landlock_abi < 1) {
-		r = conn_send_error(c, seq, "setup-failed", EOPNOTSUPP, "plan.landlock",
-				    "landlock",
-				    "plan.landlock is required but this kernel has no Landlock. "
-				    "Hint: boot with lsm=...,landlock (CONFIG_SECURITY_LANDLOCK=y)");
+		r = conn_send_error(
+			c, seq, "setup-failed", EOPNOTSUPP, "plan.landlock", "landlock",
+			"plan.landlock is required but this kernel has no Landlock. "
+			"Hint: boot with lsm=...,landlock (CONFIG_SECURITY_LANDLOCK=y)");
 		goto done;
 	}
 	r = check_ceilings(c, seq, plan);
 	if (r <= 0)
 		goto done;
 
-	r = sandbox_start(c, seq, plan, fds, n_fds, &filter, &step);
+	unenforced = json_array();
+	if (!unenforced || landlock_unenforced(plan, d->landlock_abi, unenforced) < 0) {
+		r = -ENOMEM;
+		goto internal;
+	}
+	r = sandbox_start(c, seq, plan, fds, n_fds, &filter, unenforced, &step);
 	if (r == -ENOMEM || r == -EMFILE || r == -ENFILE)
 		goto internal;
 	if (r < 0) {
 		r = conn_send_error(c, seq, "setup-failed", r, "", step,
-				    "sandbox set-up failed at step \"%s\": %s", step,
-				    strerror(-r));
+				    "sandbox set-up failed at step \"%s\": %s", step, strerror(-r));
 		goto done;
 	}
 	r = 0;
@@ -341,8 +340,7 @@ done:
 	return r < 0 ? r : 0;
 }
 
-static int launcher_answer_kill(struct conn *c, int64_t seq, json_t *msg, int *fds,
-				size_t n_fds)
+static int launcher_answer_kill(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds)
 {
 	static const char *const keys[] = { "type", "seq", "sandbox", "signal", NULL };
 	_cleanup_json_ json_t *reply = NULL;

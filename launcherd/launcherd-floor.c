@@ -34,8 +34,8 @@ void floor_done(struct floor *f)
 
 static int parse_floor(json_t *j, struct floor *f, struct field_error *err)
 {
-	static const char *const keys[] = { "require", "maxNetwork", "hostMode", "allowUsers",
-					    "allowGroups", "perUser", NULL };
+	static const char *const keys[] = { "require",	   "maxNetwork", "hostMode", "allowUsers",
+					    "allowGroups", "perUser",	 NULL };
 	static const char *const per_user_keys[] = { "maxSandboxes", "pidsMax", "memoryMaxBytes",
 						     NULL };
 	_cleanup_strv_free_ char **require = NULL;

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -87,6 +88,30 @@ int landlock_probe_abi(void)
 	return abi > LANDLOCK_ABI_KNOWN ? LANDLOCK_ABI_KNOWN : (int)abi;
 }
 
+int landlock_unenforced(const struct plan *plan, int abi, json_t *arr)
+{
+	uint64_t known = landlock_fs_rights_for_abi(abi);
+	char f[48];
+
+	if (!plan->has_landlock)
+		return 0;
+	if (abi < 1)
+		return json_array_append_new(arr, json_string("landlock"));
+	for (size_t i = 0; i < plan->n_landlock_fs; i++)
+		if (plan->landlock_fs[i].access & ~known) {
+			(void)snprintf(f, sizeof(f), "landlock.fs[%zu].access", i);
+			if (json_array_append_new(arr, json_string(f)) < 0)
+				return -ENOMEM;
+		}
+	if (plan->landlock_has_net && abi < 4 &&
+	    json_array_append_new(arr, json_string("landlock.net")) < 0)
+		return -ENOMEM;
+	if (plan->landlock_scope && abi < 6 &&
+	    json_array_append_new(arr, json_string("landlock.scope")) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 static size_t ruleset_attr_size(int abi)
 {
 	if (abi >= 6)
@@ -137,8 +162,8 @@ int landlock_apply(const struct plan *plan, int abi, int *ret_index)
 
 	attr.handled_access_fs = known;
 	if (plan->landlock_has_net && abi >= 4)
-		attr.handled_access_net =
-			CORDON_LANDLOCK_ACCESS_NET_BIND_TCP | CORDON_LANDLOCK_ACCESS_NET_CONNECT_TCP;
+		attr.handled_access_net = CORDON_LANDLOCK_ACCESS_NET_BIND_TCP |
+					  CORDON_LANDLOCK_ACCESS_NET_CONNECT_TCP;
 	if (abi >= 6)
 		attr.scoped = plan->landlock_scope;
 

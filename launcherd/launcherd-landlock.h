@@ -24,16 +24,17 @@
 #ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
 #define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15) /* ABI 5 */
 #endif
-#define CORDON_LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)	   /* ABI 4 */
-#define CORDON_LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1) /* ABI 4 */
+#define CORDON_LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)	       /* ABI 4 */
+#define CORDON_LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)     /* ABI 4 */
 #define CORDON_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
-#define CORDON_LANDLOCK_SCOPE_SIGNAL (1ULL << 1)		/* ABI 6 */
+#define CORDON_LANDLOCK_SCOPE_SIGNAL (1ULL << 1)	       /* ABI 6 */
 #define CORDON_LANDLOCK_RULE_NET_PORT 2
 
 /* Rights that make sense on a file (not a directory); the kernel refuses the others there. */
-#define LANDLOCK_FILE_RIGHTS                                                                      \
-	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE | \
-	 LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+#define LANDLOCK_FILE_RIGHTS                                          \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | \
+	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE | \
+	 LANDLOCK_ACCESS_FS_IOCTL_DEV)
 
 /* The highest ABI this code knows; newer kernels are used at this level. */
 #define LANDLOCK_ABI_KNOWN 7
@@ -49,6 +50,13 @@ int landlock_probe_abi(void);
 uint64_t landlock_fs_rights_for_abi(int abi);
 
 struct plan;
+#include <jansson.h>
+/*
+ * What of plan->landlock this ABI cannot enforce, as plan field names ("landlock.net",
+ * "landlock.fs[2]" for a right it lacks), appended to arr. Only meaningful when the plan's
+ * Landlock is optional: a required one fails instead.
+ */
+int landlock_unenforced(const struct plan *plan, int abi, json_t *arr);
 /*
  * Child side: restrict the calling process as plan->landlock says, at ABI abi. Returns 0, or
  * -errno with *ret_index set to the fs rule that failed (-1 when not about one rule).

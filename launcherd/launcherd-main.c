@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -131,6 +132,26 @@ static void restrict_own_capabilities(void)
 	(void)cap_free(caps);
 }
 
+/*
+ * No controlling terminal: the sandboxes are our children and inherit our session, so a
+ * terminal we hold could be reached from them (TIOCSTI, or its signals). A session leader of
+ * its own has none; a process group leader (started from a shell) cannot setsid() and drops
+ * the terminal instead.
+ */
+static void detach_terminal(void)
+{
+	int fd;
+
+	if (setsid() >= 0)
+		return;
+	fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return; /* no controlling terminal */
+	if (ioctl(fd, TIOCNOTTY) < 0)
+		die("cannot detach from the controlling terminal: %s", strerror(errno));
+	safe_close(fd);
+}
+
 static int listen_on(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -166,6 +187,38 @@ static int listen_on(const char *path)
 	if (listen(fd, 128) < 0)
 		die("listen: %s", strerror(errno));
 	return fd;
+}
+
+/*
+ * systemd socket activation (sd_listen_fds(3) protocol, written out: no libsystemd): one
+ * listening SOCK_SEQPACKET socket at fd 3, meant for us. The unit owns its path, owner, group
+ * and mode (root:cordon 0660): we neither create, chmod nor unlink it. Returns the fd or -1.
+ */
+static int activated_socket(void)
+{
+	const char *e_pid = getenv("LISTEN_PID"), *e_fds = getenv("LISTEN_FDS");
+	int type = 0, listening = 0;
+	socklen_t len = sizeof(int);
+	unsigned pid, n;
+
+	if (!e_pid || !e_fds)
+		return -1;
+	(void)unsetenv("LISTEN_PID");
+	(void)unsetenv("LISTEN_FDS");
+	(void)unsetenv("LISTEN_FDNAMES");
+	if (safe_atou(e_pid, &pid) < 0 || (pid_t)pid != getpid())
+		return -1;
+	if (safe_atou(e_fds, &n) < 0 || n != 1)
+		die("socket activation: expected exactly one socket, got LISTEN_FDS=%s", e_fds);
+	if (getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET)
+		die("socket activation: fd 3 is not a SOCK_SEQPACKET socket "
+		    "(the unit needs ListenSequentialPacket=)");
+	len = sizeof(int);
+	if (getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening)
+		die("socket activation: fd 3 is not listening");
+	if (fd_set_cloexec(3, true) < 0 || fd_set_nonblock(3, true) < 0)
+		die("socket activation: fd 3: %s", strerror(errno));
+	return 3;
 }
 
 static int on_accept(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -211,15 +264,16 @@ static int on_signal(struct event_source *s, int fd, uint32_t revents, void *use
 
 static void usage(FILE *f)
 {
-	(void)fprintf(f,
-		      "Usage: cordon-launcherd [OPTIONS]\n"
-		      "  --socket PATH     listen on PATH (default %s)\n"
-		      "  --socket-fd N     serve the one connection on fd N (user mode, socketpair)\n"
-		      "  --floor PATH      admin floor file (default %s)\n"
-		      "  --mode MODE       auto (default), privileged or user\n"
-		      "  --dump-floor      print the seccomp floor filter (libseccomp PFC) and exit\n"
-		      "  --help, --version\n",
-		      LAUNCHERD_DEFAULT_SOCKET, LAUNCHERD_DEFAULT_FLOOR);
+	(void)fprintf(
+		f,
+		"Usage: cordon-launcherd [OPTIONS]\n"
+		"  --socket PATH     listen on PATH (default %s)\n"
+		"  --socket-fd N     serve the one connection on fd N (user mode, socketpair)\n"
+		"  --floor PATH      admin floor file (default %s)\n"
+		"  --mode MODE       auto (default), privileged or user\n"
+		"  --dump-floor      print the seccomp floor filter (libseccomp PFC) and exit\n"
+		"  --help, --version\n",
+		LAUNCHERD_DEFAULT_SOCKET, LAUNCHERD_DEFAULT_FLOOR);
 }
 
 int main(int argc, char **argv)
@@ -238,7 +292,8 @@ int main(int argc, char **argv)
 	const char *socket_path = LAUNCHERD_DEFAULT_SOCKET, *floor_path = LAUNCHERD_DEFAULT_FLOOR;
 	const char *mode = "auto";
 	struct field_error fe = { 0 };
-	int socket_fd = -1, sfd, c, r;
+	int socket_fd = -1, activated_fd = -1, sfd, c, r;
+	bool activated = false;
 	sigset_t mask;
 
 	log_set_ident("cordon-launcherd");
@@ -278,6 +333,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	/* Before anything opens an fd: the activated socket is fd 3. */
+	activated_fd = socket_fd < 0 ? activated_socket() : -1;
+
 	if (streq(mode, "auto"))
 		d->mode = geteuid() == 0 ? LAUNCHERD_PRIVILEGED : LAUNCHERD_USER;
 	else if (streq(mode, "privileged"))
@@ -309,6 +367,7 @@ int main(int argc, char **argv)
 		log_warning("this kernel has no Landlock: plans that require it will fail. "
 			    "Hint: CONFIG_SECURITY_LANDLOCK=y and lsm=...,landlock");
 
+	detach_terminal();
 	r = event_loop_new(&d->loop);
 	if (r < 0)
 		die("cannot create the event loop: %s", strerror(-r));
@@ -321,6 +380,14 @@ int main(int argc, char **argv)
 	if (sfd < 0 || event_add_io(d->loop, sfd, EPOLLIN, on_signal, d, NULL) < 0)
 		die("signalfd: %s", strerror(errno));
 
+	d->netns_pool.sock = -1;
+	if (d->mode == LAUNCHERD_PRIVILEGED) {
+		r = netns_pool_start(&d->netns_pool, d->loop);
+		if (r < 0)
+			log_warning_errno(
+				r, "no network namespace pool (%m): sandboxes create their own");
+	}
+
 	if (socket_fd >= 0) {
 		d->single = true;
 		d->listen_fd = -1;
@@ -330,7 +397,8 @@ int main(int argc, char **argv)
 		if (r < 0)
 			die("--socket-fd %d: %s", socket_fd, strerror(-r));
 	} else {
-		d->listen_fd = listen_on(socket_path);
+		activated = activated_fd >= 0;
+		d->listen_fd = activated ? activated_fd : listen_on(socket_path);
 		r = event_add_io(d->loop, d->listen_fd, EPOLLIN, on_accept, d, NULL);
 		if (r < 0)
 			die("cannot watch the socket: %s", strerror(-r));
@@ -338,11 +406,13 @@ int main(int argc, char **argv)
 	log_info("%s mode, Landlock ABI %d, cgroup %s, %s%s",
 		 d->mode == LAUNCHERD_PRIVILEGED ? "privileged" : "user", d->landlock_abi,
 		 cgroup_kind_to_string(d->cgroup.kind), d->single ? "fd " : "",
-		 d->single ? "(single connection)" : socket_path);
+		 d->single ? "(single connection)" : activated ? "(socket-activated)" : socket_path);
 
 	r = event_loop_run(d->loop);
+	netns_pool_stop(&d->netns_pool);
 	if (d->listen_fd >= 0) {
-		(void)unlink(socket_path);
+		if (!activated)
+			(void)unlink(socket_path);
 		safe_close(d->listen_fd);
 	}
 	return r < 0 ? 1 : 0;

@@ -68,7 +68,8 @@ static int set_attrs(int tree_fd, uint64_t attrs, bool recursive)
 
 static int attach(int tree_fd, int mp_fd)
 {
-	if (move_mount(tree_fd, "", mp_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+	if (move_mount(tree_fd, "", mp_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) <
+	    0)
 		return -errno;
 	return 0;
 }
@@ -128,13 +129,14 @@ static int make_mountpoint(struct root_builder *b, const char *target, enum mp_k
 				*ret_last = c;
 			return TAKE_FD(dir);
 		}
-		fd = openat2_beneath(dir, name, O_PATH | (last && kind == MP_FILE ? 0 : O_DIRECTORY));
+		fd = openat2_beneath(dir, name,
+				     O_PATH | (last && kind == MP_FILE ? 0 : O_DIRECTORY));
 		if (fd == -ENOENT) {
 			if (!is_own(b, dir))
 				return -ENOENT;
 			if (last && kind == MP_FILE) {
-				int f = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC |
-								  O_NOFOLLOW,
+				int f = openat(dir, name,
+					       O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
 					       0644);
 
 				if (f < 0)
@@ -345,7 +347,7 @@ static int mount_symlink(struct root_builder *b, const struct plan_mount *m)
  * files through which a uid-0 process without capabilities could still change the host (its
  * DAC checks pass) are covered by read-only binds of themselves.
  */
-static int mount_proc(struct root_builder *b, const struct plan_mount *m)
+static int mount_proc(struct root_builder *b, const struct plan_mount *m, bool uid0)
 {
 	static const char *const ro[] = { "sys", "sysrq-trigger", "irq", "bus" };
 	static const char *const opts[] = { "hidepid", "invisible" };
@@ -362,7 +364,8 @@ static int mount_proc(struct root_builder *b, const struct plan_mount *m)
 	r = attach(t, mp);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
+	/* Any other uid is kept out of these by their modes (root-owned, 0644 and stricter). */
+	for (size_t i = 0; uid0 && i < ELEMENTSOF(ro); i++) {
 		_cleanup_close_ int c = -1, target = -1;
 
 		c = open_tree(t, ro[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
@@ -371,8 +374,9 @@ static int mount_proc(struct root_builder *b, const struct plan_mount *m)
 				continue;
 			return -errno;
 		}
-		r = set_attrs(c, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-					 MOUNT_ATTR_NOEXEC,
+		r = set_attrs(c,
+			      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+				      MOUNT_ATTR_NOEXEC,
 			      false);
 		if (r < 0)
 			return r;
@@ -393,12 +397,12 @@ static int mount_dev(struct root_builder *b, const struct plan_mount *m)
 	static const struct {
 		const char *name, *target;
 	} links[] = {
-		{ "ptmx", "pts/ptmx" },		  { "fd", "/proc/self/fd" },
-		{ "stdin", "/proc/self/fd/0" }, { "stdout", "/proc/self/fd/1" },
+		{ "ptmx", "pts/ptmx" },		 { "fd", "/proc/self/fd" },
+		{ "stdin", "/proc/self/fd/0" },	 { "stdout", "/proc/self/fd/1" },
 		{ "stderr", "/proc/self/fd/2" },
 	};
-	static const char *const pts_opts[] = { "newinstance", NULL, "ptmxmode", "0666",
-						"mode", "0620" };
+	static const char *const pts_opts[] = { "newinstance", NULL,   "ptmxmode",
+						"0666",	       "mode", "0620" };
 	_cleanup_close_ int mp = -1, dev = -1, shm = -1, pts = -1;
 	int r;
 
@@ -502,8 +506,8 @@ static int mount_deny(struct root_builder *b, const struct plan_mount *m)
 	return attach(t, target);
 }
 
-int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, int *ret_step,
-		     int *ret_index, int *ret_root_fd)
+int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, bool uid0,
+		     int *ret_step, int *ret_index, int *ret_root_fd)
 {
 	struct root_builder b = { .root_fd = -1 };
 	_cleanup_close_ int root = -1;
@@ -563,7 +567,7 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, int
 			r = mount_symlink(&b, m);
 			break;
 		case PLAN_MOUNT_PROC:
-			r = mount_proc(&b, m);
+			r = mount_proc(&b, m, uid0);
 			break;
 		case PLAN_MOUNT_DEV:
 			r = mount_dev(&b, m);

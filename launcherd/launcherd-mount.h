@@ -6,6 +6,8 @@
  */
 #pragma once
 
+#include <stdbool.h>
+
 #include "launcherd/launcherd-plan.h"
 
 /*
@@ -21,10 +23,11 @@ int mount_prepare_binds(const struct plan *plan, const int *fds, int *tree_fds, 
  * Child side, in its new mount namespace: make the tree private (STEP_MOUNT_PRIVATE), mount the
  * root tmpfs (STEP_ROOT), apply the plan's mounts in order (STEP_MOUNT, *ret_index = entry) and
  * remount the root read-only. On failure *ret_step says which step. tree_fds may be changed
- * (fallback clones are stored there).
+ * (fallback clones are stored there). uid0: the sandbox runs as uid 0, whose DAC checks pass on
+ * /proc's root-owned control files: those get read-only binds.
  */
-int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, int *ret_step,
-		     int *ret_index, int *ret_root_fd);
+int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, bool uid0,
+		     int *ret_step, int *ret_index, int *ret_root_fd);
 
 /* Child side: pivot_root into root_fd and detach the old root. */
 int mount_pivot_root(int root_fd);

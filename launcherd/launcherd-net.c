@@ -2,7 +2,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <netlink/errno.h>
 #include <netlink/netlink.h>
@@ -10,6 +18,9 @@
 #include <netlink/socket.h>
 
 #include "common/cleanup.h"
+#include "common/event.h"
+#include "common/log.h"
+#include "ipc/ipc-fdpass.h"
 #include "launcherd/launcherd-net.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct nl_sock *, nl_socket_free);
@@ -43,15 +54,135 @@ int net_loopback_up(void)
 	r = nl_connect(sk, NETLINK_ROUTE);
 	if (r < 0)
 		return nl_to_errno(r);
-	r = rtnl_link_get_kernel(sk, 1, NULL, &lo); /* loopback is always ifindex 1 */
-	if (r < 0)
-		return nl_to_errno(r);
+	/* A fresh netns has exactly one link, lo, always ifindex 1: name it by index instead of
+	 * asking the kernel for it first (one netlink round trip less per sandbox). */
+	lo = rtnl_link_alloc();
 	change = rtnl_link_alloc();
-	if (!change)
+	if (!lo || !change)
 		return -ENOMEM;
+	rtnl_link_set_ifindex(lo, 1);
 	rtnl_link_set_flags(change, IFF_UP);
 	r = rtnl_link_change(sk, lo, change, 0);
 	return r < 0 ? nl_to_errno(r) : 0;
+}
+
+/* The helper: one fresh netns per request byte, sent back as an fd. Never returns. */
+_noreturn_ static void netns_helper(int sock)
+{
+	/* Nothing of launcherd's but this socket; and no life of its own after launcherd's. */
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (dup2(sock, 3) < 0)
+		_exit(1);
+	(void)syscall(SYS_close_range, 4U, ~0U, 0U);
+	sock = 3;
+	for (;;) {
+		char c;
+		int fd = -1;
+
+		if (read(sock, &c, 1) <= 0)
+			_exit(0);
+		/* Why this is safe: the namespace is new and empty; this process only brings lo up
+		 * in it and passes it to launcherd, which gives it to one sandbox. */
+		if (unshare(CLONE_NEWNET) == 0 && net_loopback_up() >= 0)
+			fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+		if (ipc_send_with_fds(sock, "n", 1, &fd, fd >= 0 ? 1 : 0, 0) < 0)
+			_exit(1);
+		safe_close(fd);
+	}
+}
+
+static void pool_request(struct netns_pool *p)
+{
+	while (p->sock >= 0 && p->n + p->requested < NETNS_POOL_SIZE) {
+		if (write(p->sock, "w", 1) != 1)
+			return;
+		p->requested++;
+	}
+}
+
+static int on_pool(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct netns_pool *p = userdata;
+	char c;
+	int nsfd[1];
+	size_t n_fds = 0;
+	ssize_t n;
+
+	n = ipc_recv_with_fds(fd, &c, 1, nsfd, 1, &n_fds, MSG_DONTWAIT);
+	if (n == -EAGAIN)
+		return 0;
+	if (n <= 0 || n_fds == 0) {
+		/* The helper is gone or failing: no pool from now on, CLONE_NEWNET instead. */
+		if (n > 0)
+			log_warning("network namespace helper failed: no netns pool");
+		netns_pool_stop(p);
+		return 0;
+	}
+	if (p->requested)
+		p->requested--;
+	if (p->n < NETNS_POOL_SIZE)
+		p->fds[p->n++] = nsfd[0];
+	else
+		safe_close(nsfd[0]);
+	return 0;
+}
+
+int netns_pool_start(struct netns_pool *p, struct event_loop *loop)
+{
+	int sv[2], r;
+	pid_t pid;
+
+	*p = (struct netns_pool){ .sock = -1 };
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		close_many(sv, 2);
+		return r;
+	}
+	if (pid == 0) {
+		safe_close(sv[0]);
+		netns_helper(sv[1]);
+	}
+	safe_close(sv[1]);
+	p->sock = sv[0];
+	p->helper = pid;
+	r = event_add_io(loop, p->sock, EPOLLIN, on_pool, p, &p->src);
+	if (r < 0) {
+		netns_pool_stop(p);
+		return r;
+	}
+	pool_request(p);
+	return 0;
+}
+
+int netns_pool_take(struct netns_pool *p)
+{
+	int fd;
+
+	if (p->n == 0) {
+		pool_request(p);
+		return -1;
+	}
+	fd = p->fds[--p->n];
+	pool_request(p);
+	return fd;
+}
+
+void netns_pool_stop(struct netns_pool *p)
+{
+	event_source_free(p->src);
+	p->src = NULL;
+	p->sock = safe_close(p->sock);
+	close_many(p->fds, p->n);
+	p->n = 0;
+	p->requested = 0;
+	if (p->helper > 0) {
+		(void)kill(p->helper, SIGKILL);
+		(void)waitpid(p->helper, NULL, 0);
+		p->helper = 0;
+	}
 }
 
 int net_proxy_listener(uint16_t port, int *ret_fd)

@@ -63,8 +63,8 @@ void plan_free(struct plan *p)
 }
 
 /* An fd index named by the plan must be one of the fds that came with the message. */
-static int get_fd_index(json_t *obj, const char *key, bool required, size_t n_fds,
-			const char *path, int *ret, struct field_error *err)
+static int get_fd_index(json_t *obj, const char *key, bool required, size_t n_fds, const char *path,
+			int *ret, struct field_error *err)
 {
 	uint64_t v;
 	int r;
@@ -150,7 +150,8 @@ static int parse_identity_fields(json_t *j, struct plan *p, struct field_error *
 		if (n < 1 || n > PLAN_HOSTNAME_MAX)
 			return field_error_set(err, -EINVAL, P, "hostname", "1 to %d characters",
 					       PLAN_HOSTNAME_MAX);
-		if (strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != n)
+		if (strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+		    n)
 			return field_error_set(err, -EINVAL, P, "hostname",
 					       "only letters, digits, '.' and '-'");
 	}
@@ -290,7 +291,7 @@ static int parse_mounts(json_t *j, size_t n_fds, struct plan *p, struct field_er
 	p->mounts = calloc(json_array_size(a) + 1, sizeof(*p->mounts));
 	if (!p->mounts)
 		return -ENOMEM;
-	json_array_foreach (a, i, m) {
+	json_array_foreach(a, i, m) {
 		char path[64];
 
 		json_path_index(path, sizeof(path), P ".mounts", i);
@@ -302,8 +303,8 @@ static int parse_mounts(json_t *j, size_t n_fds, struct plan *p, struct field_er
 	return 0;
 }
 
-static int parse_ports(json_t *o, const char *key, const char *path, uint16_t **ret,
-		       size_t *ret_n, struct field_error *err)
+static int parse_ports(json_t *o, const char *key, const char *path, uint16_t **ret, size_t *ret_n,
+		       struct field_error *err)
 {
 	char q[96];
 	json_t *a, *v;
@@ -317,7 +318,7 @@ static int parse_ports(json_t *o, const char *key, const char *path, uint16_t **
 	if (!*ret)
 		return -ENOMEM;
 	json_path_join(q, sizeof(q), path, key);
-	json_array_foreach (a, i, v) {
+	json_array_foreach(a, i, v) {
 		char e[128];
 
 		json_path_index(e, sizeof(e), q, i);
@@ -358,7 +359,7 @@ static int parse_landlock(json_t *j, struct plan *p, struct field_error *err)
 		p->landlock_fs = calloc(json_array_size(a) + 1, sizeof(*p->landlock_fs));
 		if (!p->landlock_fs)
 			return -ENOMEM;
-		json_array_foreach (a, i, v) {
+		json_array_foreach(a, i, v) {
 			struct plan_landlock_rule *rule = &p->landlock_fs[i];
 			char q[64], qa[80];
 			const char *s;
@@ -385,11 +386,11 @@ static int parse_landlock(json_t *j, struct plan *p, struct field_error *err)
 			if (r < 0)
 				return r;
 			json_path_join(qa, sizeof(qa), q, "access");
-			json_array_foreach (acc, k, name) {
-				uint64_t bit = json_is_string(name)
-						       ? landlock_access_from_name(
-								 json_string_value(name))
-						       : 0;
+			json_array_foreach(acc, k, name) {
+				uint64_t bit =
+					json_is_string(name)
+						? landlock_access_from_name(json_string_value(name))
+						: 0;
 
 				if (!bit) {
 					char e[96];
@@ -401,8 +402,9 @@ static int parse_landlock(json_t *j, struct plan *p, struct field_error *err)
 				rule->access |= bit;
 			}
 			if (!rule->access)
-				return field_error_set(err, -EINVAL, q, "access",
-						       "grants nothing; leave the path out instead");
+				return field_error_set(
+					err, -EINVAL, q, "access",
+					"grants nothing; leave the path out instead");
 		}
 	}
 
@@ -428,7 +430,7 @@ static int parse_landlock(json_t *j, struct plan *p, struct field_error *err)
 	if (r < 0)
 		return r;
 	if (r > 0)
-		json_array_foreach (a, i, v) {
+		json_array_foreach(a, i, v) {
 			const char *s = json_is_string(v) ? json_string_value(v) : "";
 			char q[64];
 
@@ -481,8 +483,8 @@ static int parse_rlimits(json_t *j, struct plan *p, struct field_error *err)
 		const char *name;
 		int resource;
 	} names[] = {
-		{ "nofile", RLIMIT_NOFILE }, { "core", RLIMIT_CORE },	  { "cpu", RLIMIT_CPU },
-		{ "fsize", RLIMIT_FSIZE },   { "nproc", RLIMIT_NPROC },	  { "as", RLIMIT_AS },
+		{ "nofile", RLIMIT_NOFILE },   { "core", RLIMIT_CORE },	  { "cpu", RLIMIT_CPU },
+		{ "fsize", RLIMIT_FSIZE },     { "nproc", RLIMIT_NPROC }, { "as", RLIMIT_AS },
 		{ "memlock", RLIMIT_MEMLOCK }, { "stack", RLIMIT_STACK },
 	};
 	const char *key;
@@ -492,7 +494,7 @@ static int parse_rlimits(json_t *j, struct plan *p, struct field_error *err)
 	r = ipc_json_get_object(j, "rlimits", false, P, &o, err);
 	if (r <= 0)
 		return r;
-	json_object_foreach (o, key, v) {
+	json_object_foreach(o, key, v) {
 		size_t i;
 		uint64_t value;
 
@@ -530,8 +532,8 @@ static int parse_cgroup(json_t *j, struct plan *p, struct field_error *err)
 				err);
 	if (r < 0)
 		return r;
-	r = ipc_json_get_uint64(o, "memoryMaxBytes", false, PLAN_MEMORY_MIN, INT64_MAX,
-				P ".cgroup", &p->memory_max, err);
+	r = ipc_json_get_uint64(o, "memoryMaxBytes", false, PLAN_MEMORY_MIN, INT64_MAX, P ".cgroup",
+				&p->memory_max, err);
 	return r < 0 ? r : 0;
 }
 
@@ -564,9 +566,9 @@ static int parse_network(json_t *j, struct plan *p, struct field_error *err)
 int plan_parse(json_t *j, size_t n_fds, struct plan **ret, struct field_error *err)
 {
 	static const char *const keys[] = {
-		"argv",	   "envp",    "cwd",	     "hostname",   "stdio",	"mounts",
-		"landlock", "seccomp", "rlimits",    "cgroup",	   "network",	"proxyPort",
-		"timeoutMs", "dieWithRequester", NULL,
+		"argv",	   "envp",	"cwd",	     "hostname",	 "stdio",
+		"mounts",  "landlock",	"seccomp",   "rlimits",		 "cgroup",
+		"network", "proxyPort", "timeoutMs", "dieWithRequester", NULL,
 	};
 	_cleanup_plan_ struct plan *p = NULL;
 	int r;
@@ -603,8 +605,7 @@ int plan_parse(json_t *j, size_t n_fds, struct plan **ret, struct field_error *e
 		r = ipc_json_get_uint64(j, "timeoutMs", false, 0, UINT64_C(1) << 40, P,
 					&p->timeout_ms, err);
 	if (r >= 0)
-		r = ipc_json_get_bool(j, "dieWithRequester", false, P, &p->die_with_requester,
-				      err);
+		r = ipc_json_get_bool(j, "dieWithRequester", false, P, &p->die_with_requester, err);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(p);

@@ -65,10 +65,12 @@ struct sandbox {
 	pid_t pid;
 	int pidfd;
 	int status_fd;
+	int report_fd; /* the init's report of the command's wait status */
 	struct event_source *pidfd_src, *status_src, *timer_src;
 	struct sandbox_cgroup cgroup;
 	uint64_t pids_max, memory_max; /* counted against the per-user ceilings */
 	unsigned long long start_usec;
+	json_t *unenforced; /* for "spawned" */
 };
 
 /* A cgroup whose directory could not be removed yet (a dying task still pinned it). */
@@ -127,7 +129,9 @@ static void sandbox_free(struct sandbox *s)
 	event_source_free(s->timer_src);
 	safe_close(s->pidfd);
 	safe_close(s->status_fd);
+	safe_close(s->report_fd);
 	cgroup_cleanup(d, &s->cgroup);
+	json_decref(s->unenforced);
 	free(s);
 	launcherd_maybe_exit(d);
 }
@@ -174,8 +178,8 @@ static void send_spawned(struct sandbox *s)
 
 	if (!s->conn)
 		return;
-	m = json_pack("{s:s,s:I,s:s,s:i}", "type", "spawned", "seq", (json_int_t)s->seq,
-		      "sandbox", s->id, "pid", (int)s->pid);
+	m = json_pack("{s:s,s:I,s:s,s:i}", "type", "spawned", "seq", (json_int_t)s->seq, "sandbox",
+		      s->id, "pid", (int)s->pid);
 	if (!m || conn_send(s->conn, m, &s->pidfd, 1) < 0)
 		log_debug("cannot send spawned for %s", s->id);
 }
@@ -265,6 +269,16 @@ static void send_exit(struct sandbox *s, const siginfo_t *si)
 		code = si->si_status;
 	else
 		sig = si->si_status;
+	{
+		/* The init reports the command's own status; without a report (the init was
+		 * killed: a cancel, a timeout, the OOM killer) the init's status is the answer. */
+		int32_t st;
+
+		if (s->report_fd >= 0 && read(s->report_fd, &st, sizeof(st)) == sizeof(st)) {
+			code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+			sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+		}
+	}
 
 	if (s->kill_reason == KILL_TIMEOUT)
 		reason = "timeout";
@@ -277,8 +291,8 @@ static void send_exit(struct sandbox *s, const siginfo_t *si)
 
 	if (!s->conn)
 		return;
-	m = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "type", "exit", "sandbox",
-		      s->id, "pid", (int)s->pid, "exitCode", code, "signal", sig, "reason", reason,
+	m = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "type", "exit", "sandbox", s->id,
+		      "pid", (int)s->pid, "exitCode", code, "signal", sig, "reason", reason,
 		      "durationUsec", (json_int_t)(now_usec() - s->start_usec), "limits", "pids",
 		      pids_hit, "memory", oom);
 	if (!m || conn_send(s->conn, m, NULL, 0) < 0)
@@ -343,14 +357,16 @@ static void make_id(char *buf, size_t size)
 
 /* The user's supplementary groups are looked up once per connection (launcherd-dispatch.c). */
 int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds, size_t n_fds,
-		  struct seccomp_program *plan_filter, const char **reterr_step)
+		  struct seccomp_program *plan_filter, json_t *unenforced,
+		  const char **reterr_step)
 {
 	struct launcherd *d = c->d;
 	_cleanup_free_ struct sandbox *s = NULL;
 	_cleanup_free_ int *tree_fds = NULL;
 	struct apply_context ctx;
 	struct clone_args args;
-	int status[2] = { -1, -1 }, pidfd = -1, index = -1, r;
+	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, pidfd = -1, index = -1, netns_fd = -1,
+	    r;
 	long pid;
 
 	*reterr_step = apply_step_to_string(STEP_CLONE);
@@ -364,8 +380,9 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	s->conn = c;
 	s->seq = seq;
 	s->uid = c->peer.uid;
-	s->pidfd = s->status_fd = -1;
+	s->pidfd = s->status_fd = s->report_fd = -1;
 	s->die_with_requester = plan->die_with_requester;
+	s->unenforced = unenforced ? json_incref(unenforced) : json_array();
 	s->pids_max = plan->pids_max;
 	s->memory_max = plan->memory_max;
 	sandbox_cgroup_init(&s->cgroup);
@@ -387,17 +404,22 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		goto fail;
 
 	*reterr_step = apply_step_to_string(STEP_CLONE);
-	if (pipe2(status, O_CLOEXEC) < 0) {
+	if (pipe2(status, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0) {
 		r = -errno;
 		goto fail;
 	}
+
+	if (plan->network != PLAN_NETWORK_HOST && d->mode == LAUNCHERD_PRIVILEGED)
+		netns_fd = netns_pool_take(&d->netns_pool);
 
 	ctx = (struct apply_context){
 		.plan = plan,
 		.fds = fds,
 		.tree_fds = tree_fds,
 		.devnull_fd = d->devnull_fd,
+		.netns_fd = netns_fd,
 		.status_fd = status[1],
+		.report_fd = report[1],
 		.userns = d->mode == LAUNCHERD_USER,
 		.uid = c->peer.uid,
 		.gid = c->peer.gid,
@@ -426,11 +448,14 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 
 	/* Parent. The child has its copies; ours go now, so the pipe's EOF is the child's exec. */
 	status[1] = safe_close(status[1]);
+	report[1] = safe_close(report[1]);
+	netns_fd = safe_close(netns_fd);
 	for (size_t i = 0; i < plan->n_mounts; i++)
 		safe_close(tree_fds[i]);
 	s->pid = (pid_t)pid;
 	s->pidfd = pidfd;
 	s->status_fd = TAKE_FD(status[0]);
+	s->report_fd = TAKE_FD(report[0]);
 	s->start_usec = now_usec();
 	(void)fd_set_nonblock(s->status_fd, true);
 
@@ -449,7 +474,9 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		event_source_free(s->timer_src);
 		safe_close(s->pidfd);
 		safe_close(s->status_fd);
+		safe_close(s->report_fd);
 		cgroup_cleanup(d, &s->cgroup);
+		json_decref(s->unenforced);
 		return r;
 	}
 	s->next = d->sandboxes;
@@ -459,10 +486,14 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	return 0;
 
 fail:
+	safe_close(netns_fd);
 	safe_close(status[0]);
 	safe_close(status[1]);
+	safe_close(report[0]);
+	safe_close(report[1]);
 	for (size_t i = 0; i < plan->n_mounts; i++)
 		safe_close(tree_fds[i]);
 	cgroup_cleanup(d, &s->cgroup);
+	json_decref(s->unenforced);
 	return r;
 }

@@ -58,8 +58,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(scmp_filter_ctx, seccomp_release);
 /* Namespace flags that clone() and unshare() must not carry. CLONE_NEWTIME (0x80) overlaps the
  * exit-signal byte of clone(), so it is checked for unshare() only. */
 static const unsigned long ns_flags[] = {
-	CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-	CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET,
+	CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+	CLONE_NEWUSER, CLONE_NEWPID,	CLONE_NEWNET,
 };
 
 /* Denied outright. Raw numbers so that a libseccomp older than the kernel still compiles. */
@@ -149,7 +149,8 @@ static int add_rules(scmp_filter_ctx ctx, uint32_t deny)
 	if (r < 0)
 		return r;
 	/* The socket type's low 4 bits (SOCK_TYPE_MASK) carry the type; the rest are flags. */
-	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1,
+			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
 	if (r < 0)
 		return r;
 	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1,

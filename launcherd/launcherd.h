@@ -16,6 +16,7 @@
 #include "common/event.h"
 #include "launcherd/launcherd-cgroup.h"
 #include "launcherd/launcherd-floor.h"
+#include "launcherd/launcherd-net.h"
 #include "launcherd/launcherd-seccomp.h"
 
 #define LAUNCHERD_PROTOCOL_VERSION 1
@@ -43,6 +44,7 @@ struct launcherd {
 	int landlock_abi;
 	struct seccomp_program floor_errno; /* compiled once at start (launcherd-seccomp.c) */
 	struct seccomp_program floor_kill;
+	struct netns_pool netns_pool; /* privileged mode: fresh network namespaces made ahead */
 
 	struct conn *conns;
 	struct sandbox *sandboxes;
@@ -82,9 +84,9 @@ int conn_send_error(struct conn *c, int64_t seq, const char *code, int error, co
 
 enum kill_reason {
 	KILL_NONE,
-	KILL_REQUEST,	/* a kill request, or the requester disconnected */
-	KILL_TIMEOUT,	/* the plan's timeoutMs */
-	KILL_SHUTDOWN,	/* launcherd is stopping */
+	KILL_REQUEST,  /* a kill request, or the requester disconnected */
+	KILL_TIMEOUT,  /* the plan's timeoutMs */
+	KILL_SHUTDOWN, /* launcherd is stopping */
 };
 
 struct plan;
@@ -92,9 +94,12 @@ struct plan;
  * Start a sandbox for c's peer from a validated plan. fds are the message's fds, still owned by
  * the caller. On success the reply (spawned or error) is sent later, when the child's status
  * pipe resolves. Errors before clone are answered by the caller from *reterr_step/-errno.
+ * unenforced (optional rules the kernel cannot enforce) goes into "spawned"; a reference is
+ * taken.
  */
 int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds, size_t n_fds,
-		  struct seccomp_program *plan_filter, const char **reterr_step);
+		  struct seccomp_program *plan_filter, json_t *unenforced,
+		  const char **reterr_step);
 struct sandbox *sandbox_find(struct launcherd *d, const char *id, uid_t uid);
 int sandbox_signal(struct sandbox *s, int sig, enum kill_reason reason);
 /* The connection went away: kill the sandboxes that asked for it, detach the others. */

@@ -81,4 +81,5 @@ fuzz_jsonrpc_libfuzzer_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
 endif
 
 EXTRA_DIST += \
+	%reldir%/fuzz/fuzz.h \
 	%reldir%/fuzz/corpus

@@ -7,6 +7,9 @@
  *               [--kill-after MS] PLAN.json
  *   launch-plan [--socket PATH | --user-mode …] --hello
  *   launch-plan [--socket PATH | --user-mode …] --kill ID [--signal N]
+ *   launch-plan [--socket PATH] --raw FILE
+ *        protocol tests: send each line of FILE as a frame as-is (no automatic hello) and print
+ *        one line per message: the reply, {"type":"closed"} on EOF, {"type":"none"} if silent.
  *
  * Fds 0, 1 and 2 of the message are our own stdin, stdout and stderr (a plan's "stdio" names
  * them by index), so the sandbox's stdio is ours. --fd N=PATH opens PATH with O_PATH as message
@@ -28,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/json-cleanup.h"
@@ -35,6 +40,7 @@
 #include "common/util.h"
 #include "controller/ctl-launcher.h"
 #include "ipc/ipc-fdpass.h"
+#include "ipc/ipc-frame.h"
 
 static const char *result_path;
 
@@ -63,6 +69,49 @@ static int report_error(const struct ctl_launcher_error *e)
 	if (streq(e->code, "internal"))
 		return 1;
 	return 125;
+}
+
+static int raw_session(const char *socket_path, const char *file)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *text = NULL;
+	char *save = NULL;
+
+	if (read_full_file(file, 1024 * 1024, &text, NULL) < 0)
+		return 1;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	memcpy(sa.sun_path, socket_path, strlen(socket_path));
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return 1;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		_cleanup_json_ json_t *m = json_loads(line, 0, NULL), *reply = NULL;
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int fds[IPC_MAX_FDS];
+		size_t n_fds = 0;
+		int r;
+
+		if (!m || ipc_frame_send_json(fd, m, NULL, 0, 0) < 0) {
+			printf("{\"type\":\"closed\"}\n");
+			break;
+		}
+		if (poll(&pfd, 1, 2000) <= 0) {
+			printf("{\"type\":\"none\"}\n");
+			continue;
+		}
+		r = ipc_frame_recv_json(fd, &reply, fds, IPC_MAX_FDS, &n_fds, 0);
+		close_many(fds, n_fds);
+		if (r <= 0) {
+			printf("{\"type\":\"closed\"}\n");
+			break;
+		}
+		{
+			_cleanup_free_ char *s = json_dumps(reply, JSON_COMPACT | JSON_SORT_KEYS);
+
+			printf("%s\n", s ? s : "{}");
+		}
+	}
+	return 0;
 }
 
 static int die_usage(const char *msg)
@@ -105,6 +154,7 @@ int main(int argc, char **argv)
 		{ "hello", no_argument, NULL, 'H' },
 		{ "kill", required_argument, NULL, 'K' },
 		{ "signal", required_argument, NULL, 'g' },
+		{ "raw", required_argument, NULL, 'R' },
 		{},
 	};
 	const char *socket_path = NULL, *user_mode = NULL, *floor_path = NULL, *id_file = NULL;
@@ -142,7 +192,8 @@ int main(int argc, char **argv)
 			*eq = '\0';
 			if (safe_atoi(optarg, &idx) < 0 || (size_t)idx != n_fds ||
 			    n_fds >= IPC_MAX_FDS)
-				return die_usage("--fd/--seccomp: indices must run 3, 4, … in order");
+				return die_usage(
+					"--fd/--seccomp: indices must run 3, 4, … in order");
 			fds[n_fds] = c == 'f' ? open(eq + 1, O_PATH | O_CLOEXEC)
 					      : memfd_from_file(eq + 1);
 			if (fds[n_fds] < 0) {
@@ -173,6 +224,10 @@ int main(int argc, char **argv)
 			if (safe_atoi(optarg, &sig) < 0)
 				return die_usage("--signal: expected a number");
 			break;
+		case 'R':
+			if (!socket_path)
+				return die_usage("--raw needs --socket first");
+			return raw_session(socket_path, optarg);
 		default:
 			return die_usage("bad option");
 		}
@@ -183,8 +238,8 @@ int main(int argc, char **argv)
 	if (user_mode)
 		r = ctl_launcher_start_user_mode(user_mode, floor_path, &l);
 	else
-		r = ctl_launcher_connect(socket_path ? socket_path : CORDON_RUNSTATEDIR
-							      "/cordon/launcherd.sock",
+		r = ctl_launcher_connect(socket_path ? socket_path
+						     : CORDON_RUNSTATEDIR "/cordon/launcherd.sock",
 					 &l);
 	if (r < 0) {
 		(void)fprintf(stderr, "launch-plan: cannot reach launcherd: %s\n", strerror(-r));
@@ -252,8 +307,9 @@ int main(int argc, char **argv)
 	}
 	res = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "type", "exit", "sandbox",
 			ex.sandbox, "pid", (int)ex.pid, "exitCode", ex.exit_code, "signal",
-			ex.signal, "reason", ex.reason, "durationUsec", (json_int_t)ex.duration_usec,
-			"limits", "pids", ex.limit_pids, "memory", ex.limit_memory);
+			ex.signal, "reason", ex.reason, "durationUsec",
+			(json_int_t)ex.duration_usec, "limits", "pids", ex.limit_pids, "memory",
+			ex.limit_memory);
 	if (res)
 		write_result(res);
 	ctl_launcher_free(l);

@@ -274,7 +274,8 @@ __attribute__((noreturn)) static void listen_forever(bool tcp, const char *arg)
 			_exit(2);
 	} else {
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-		socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(arg));
+		socklen_t len =
+			(socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(arg));
 
 		memcpy(sa.sun_path + 1, arg, strlen(arg));
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -32,7 +32,7 @@ check "zero capabilities in every set, bounding set empty" test "$(echo "$out" |
 check "no_new_privs set and seccomp filtering" test "$(echo "$out" | grep -E 'NoNewPrivs|Seccomp:' | tr '\n' ' ')" = "NoNewPrivs: 1 Seccomp: 2 "
 
 out=$(run_sh 'echo $$; hostname; ls /')
-check "payload is pid 1 of its own pid namespace, hostname cordon" test "$(echo $out | cut -d' ' -f1-2)" = "1 cordon"
+check "payload is pid 2 of its own pid namespace (under cordon's init), hostname cordon" test "$(echo $out | cut -d' ' -f1-2)" = "2 cordon"
 check "fresh root: only what the plan mounted" test "$(echo $out | cut -d' ' -f3-)" = "bin dev lib lib64 probe proc sbin tmp usr work"
 
 make_plan "$T/p.json" '["/no/such/program"]'
@@ -53,7 +53,7 @@ check "no mount point is created inside a requester's bind (mount step, field na
 
 # User mode: same plan, unprivileged launcherd started by the client over a socketpair.
 out=$(run_sh 'echo $$ $(id -u)' --user $TEST_USER1 --user-mode)
-check "user mode: sandbox runs as the user, pid 1" test "$out" = "1 $uid"
+check "user mode: sandbox runs as the user, pid 2 under the init" test "$out" = "2 $uid"
 out=$(run_sh 'cat /proc/self/uid_map' --user $TEST_USER1 --user-mode)
 check "user mode: only the user is mapped, to itself" test "$(echo $out)" = "$uid $uid 1"
 

@@ -87,16 +87,25 @@ probe_refused() {
 	desc=$1
 	shift
 	opts=
-	while [ "$1" != "--" ]; do opts="$opts $1"; shift; done
+	extra=
+	# Mode options (--user U, --user-mode) go first, fd options after the standard fds.
+	while [ "$1" != "--" ]; do
+		case "$1" in
+		--user) opts="$opts $1 $2"; shift ;;
+		--user-mode) opts="$opts $1" ;;
+		*) extra="$extra $1" ;;
+		esac
+		shift
+	done
 	shift
 	make_plan "$T/p.json" "$(printf '%s\n' "$@" | jq -R . | jq -s -c '["/probe/probe"] + .')"
-	case "$opts" in
+	case "$extra" in
 	*--seccomp*) jq '.seccomp = {"program": 6}' "$T/p.json" >"$T/p2.json" && mv "$T/p2.json" "$T/p.json" ;;
 	esac
 	# shellcheck disable=SC2086
-	ld_run $opts $STD_FDS "$T/p.json" >"$T/probe.out" 2>&1
+	ld_run $opts $STD_FDS $extra "$T/p.json" >"$T/probe.out" 2>&1
 	rc=$?
-	if [ "$rc" = 1 ]; then
+	if [ "$rc" = 1 ] && [ "$(json_field type)/$(json_field exitCode)" = exit/1 ]; then
 		ok "$desc"
 	else
 		not_ok "$desc (probe exit $rc: $(head -3 "$T/probe.out"))"

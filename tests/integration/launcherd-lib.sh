@@ -42,7 +42,7 @@ ld_require_root() {
 }
 
 T=$(mktemp -d /tmp/cordon-ld-test.XXXXXX)
-chmod 0755 "$T"
+chmod 1777 "$T"
 LD_PID=
 ld_cleanup() {
 	if [ -n "$LD_PID" ]; then
@@ -53,17 +53,23 @@ ld_cleanup() {
 }
 trap ld_cleanup EXIT
 
-# A floor that requires nothing (tests that check the floor write their own).
-printf '{}\n' >"$T/floor.json"
-chmod 0644 "$T/floor.json"
+# A floor that requires nothing (tests that check the floor write their own). Without root it
+# could not be root-owned, which launcherd insists on: no file then (the built-in defaults).
+if [ "$(id -u)" = 0 ]; then
+	printf '{}\n' >"$T/floor.json"
+	chmod 0644 "$T/floor.json"
+fi
 
 # ld_start [launcherd options]: privileged launcherd on $T/ld.sock.
 ld_start() {
 	rm -f "$T/ld.sock"
+	[ -f "$T/launcherd.log" ] && cat "$T/launcherd.log" >>"$T/launcherd.old.log"
+	: >"$T/launcherd.log"
 	"$LAUNCHERD" --socket "$T/ld.sock" --floor "$T/floor.json" "$@" 2>>"$T/launcherd.log" &
 	LD_PID=$!
+	# Ready once it logged its start line, which comes after listen().
 	for _ in $(seq 1 100); do
-		[ -S "$T/ld.sock" ] && return 0
+		[ -S "$T/ld.sock" ] && grep -q ' mode, Landlock' "$T/launcherd.log" && return 0
 		kill -0 "$LD_PID" 2>/dev/null || break
 		sleep 0.05
 	done
@@ -86,16 +92,24 @@ as_user() {
 	setpriv --reuid="$u" --regid="$u" --clear-groups --reset-env -- "$@"
 }
 
+# as_user_exec USER COMMAND...: as_user, replacing the (sub)shell: for `as_user_exec … &`, so
+# that $! is the command itself.
+as_user_exec() {
+	u=$1
+	shift
+	exec setpriv --reuid="$u" --regid="$u" --clear-groups --reset-env -- "$@"
+}
+
 # make_plan FILE ARGV_JSON [EXTRA_JSON_MEMBERS]: the standard sandbox used by the probes:
 # /usr read-only (fd 3) with the merged-/usr links, the probes read-only at /probe (fd 4), a
 # writable bind at /work (fd 5), a private /tmp, proc, dev, Landlock over all of it,
 # network none. EXTRA is spliced in as more members (", \"cgroup\": {...}").
 make_plan() {
-	f=$1
-	argv=$2
-	extra=${3:-}
-	cat >"$f" <<EOF
-{"argv": $argv,
+	mp_file=$1
+	mp_argv=$2
+	mp_extra=${3:-}
+	cat >"$mp_file" <<EOF
+{"argv": $mp_argv,
  "envp": ["PATH=/usr/bin:/bin:/probe", "HOME=/tmp"],
  "cwd": "/",
  "stdio": {"stdin": 0, "stdout": 1, "stderr": 2},
@@ -126,7 +140,7 @@ make_plan() {
   "net": {"bindTcp": [], "connectTcp": []},
   "scope": ["abstract-unix-socket", "signal"]},
  "network": "none",
- "dieWithRequester": true$extra
+ "dieWithRequester": true$mp_extra
 }
 EOF
 }
@@ -173,13 +187,24 @@ probe_refused() {
 	desc=$1
 	shift
 	opts=
-	while [ "$1" != "--" ]; do opts="$opts $1"; shift; done
+	extra=
+	# Mode options (--user U, --user-mode) go first, fd options after the standard fds.
+	while [ "$1" != "--" ]; do
+		case "$1" in
+		--user) opts="$opts $1 $2"; shift ;;
+		--user-mode) opts="$opts $1" ;;
+		*) extra="$extra $1" ;;
+		esac
+		shift
+	done
 	shift
 	make_plan "$T/p.json" "$(printf '%s\n' "$@" | jq -R . | jq -s -c '["/probe/probe"] + .')"
 	# shellcheck disable=SC2086
-	ld_run $opts $STD_FDS "$T/p.json" >"$T/probe.out" 2>&1
+	ld_run $opts $STD_FDS $extra "$T/p.json" >"$T/probe.out" 2>&1
 	rc=$?
-	if [ "$rc" = 1 ]; then
+	# Exit 1 from the probe itself, as the exit report confirms (launch-plan also exits 1 for
+	# its own failures, which must not count as a refusal).
+	if [ "$rc" = 1 ] && [ "$(json_field type)/$(json_field exitCode)" = exit/1 ]; then
 		ok "$desc"
 	else
 		not_ok "$desc (probe exit $rc: $(cat "$T/probe.out" | head -3))"

@@ -44,11 +44,11 @@ check "timeout: children and grandchildren are gone too" tree_gone /work/ready-t
 # Cancel through a kill request from another connection of the same user.
 rm -f "$T/work/ready-cancel" "$T/id"
 make_plan "$T/p.json" '["/probe/probe", "sleep-tree", "/work/ready-cancel"]' ', "cgroup": {"pidsMax": 64}'
-as_user $TEST_USER1 "$LP" --socket "$T/ld.sock" $STD_FDS --id-file "$T/id" --result "$T/cancel.json" "$T/p.json" >/dev/null 2>&1 &
+as_user $TEST_USER1 timeout 30 "$LP" --socket "$T/ld.sock" $STD_FDS --id-file "$T/id" --result "$T/cancel.json" "$T/p.json" >/dev/null 2>&1 &
 client=$!
 wait_file "$T/work/ready-cancel"
 check "cancel: the grandchild was running" test -s "$T/work/ready-cancel"
-as_user $TEST_USER1 "$LP" --socket "$T/ld.sock" --kill "$(cat "$T/id")" --result "$T/kill.json" >/dev/null 2>&1
+as_user $TEST_USER1 timeout 30 "$LP" --socket "$T/ld.sock" --kill "$(cat "$T/id")" --result "$T/kill.json" >/dev/null 2>&1
 check "cancel: kill request answered ok" test "$(jq -r .type "$T/kill.json")" = ok
 wait $client
 check "cancel: reason killed" test "$(jq -r .reason "$T/cancel.json")" = killed
@@ -56,7 +56,7 @@ check "cancel: no process of the tree survives" tree_gone /work/ready-cancel
 
 # Die with the requester: the client is killed; launcherd kills its sandbox.
 make_plan "$T/p.json" '["/probe/probe", "sleep-tree", "/work/ready-dwr"]'
-as_user $TEST_USER1 "$LP" --socket "$T/ld.sock" $STD_FDS "$T/p.json" >/dev/null 2>&1 &
+as_user_exec $TEST_USER1 "$LP" --socket "$T/ld.sock" $STD_FDS "$T/p.json" >/dev/null 2>&1 &
 client=$!
 wait_file "$T/work/ready-dwr"
 kill -9 $client
@@ -66,13 +66,14 @@ check "die-with-requester: the whole tree dies with the connection" tree_gone /w
 # dieWithRequester false: survives the requester, still killed on its timeout.
 make_plan "$T/p.json" '["/probe/probe", "sleep-tree", "/work/ready-nodwr"]' ', "timeoutMs": 1500'
 sed -i 's/"dieWithRequester": true/"dieWithRequester": false/' "$T/p.json"
-as_user $TEST_USER1 "$LP" --socket "$T/ld.sock" $STD_FDS "$T/p.json" >/dev/null 2>&1 &
+as_user_exec $TEST_USER1 "$LP" --socket "$T/ld.sock" $STD_FDS "$T/p.json" >/dev/null 2>&1 &
 client=$!
 wait_file "$T/work/ready-nodwr"
 kill -9 $client
 wait $client 2>/dev/null
 sleep 0.3
-check "dieWithRequester false: the sandbox outlives its requester" pgrep -f "probe sleep-tree /work/ready-nodwr" >/dev/null
+alive() { pgrep -f "probe sleep-tree $1" >/dev/null; }
+check "dieWithRequester false: the sandbox outlives its requester" alive /work/ready-nodwr
 check "…and is still killed by its timeout" tree_gone /work/ready-nodwr
 
 # User mode: pids through RLIMIT_NPROC in the sandbox's user namespace.

@@ -12,6 +12,13 @@ tests_helpers_no_userns_CFLAGS = $(AM_CFLAGS) $(LIBSECCOMP_CFLAGS)
 tests_helpers_no_userns_LDADD = $(LIBSECCOMP_LIBS)
 
 launcherd_integration_tests = \
-	tests/integration/launcherd-basic.sh
+	tests/integration/launcherd-deps.sh \
+	tests/integration/launcherd-basic.sh \
+	tests/integration/launcherd-plan.sh \
+	tests/integration/launcherd-confine.sh \
+	tests/integration/launcherd-limits.sh \
+	tests/integration/launcherd-floor.sh \
+	tests/integration/launcherd-users.sh \
+	tests/integration/launcherd-usermode.sh
 TESTS += $(launcherd_integration_tests)
 EXTRA_DIST += $(launcherd_integration_tests) tests/integration/launcherd-lib.sh

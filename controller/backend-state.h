@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Owner-only state files of the backend stores (settings, active selection, secrets): one
+ * directory, mode 0700 and owned by us; files regular, owned by us, no group or other
+ * permission bits, replaced atomically (write_file_atomic(): temp file in the same directory,
+ * fsync, rename, fsync the directory). Errors that are about a file name it in err->reason
+ * (err->field is "").
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "ipc/ipc-json.h"
+
+/* Largest state file read back. */
+#define BACKEND_STATE_FILE_MAX ((size_t)4 * 1024 * 1024)
+
+/*
+ * Check dir: a directory owned by the effective uid with no group/other permission bits
+ * (-EPERM, -ENOTDIR). When it is missing and create is set, make it (and missing parents)
+ * with mode 0700.
+ */
+int backend_state_dir_check(const char *dir, bool create, struct field_error *err);
+
+/*
+ * Read dir/name into a NUL-terminated buffer. -ENOENT when missing (err untouched); -EPERM for
+ * a symlink, a non-regular file, another owner or group/other permission bits; -EFBIG over
+ * max.
+ */
+int backend_state_file_read(const char *dir, const char *name, size_t max, char **ret,
+			    size_t *ret_len, struct field_error *err);
+
+/* Replace dir/name atomically with mode 0600. On failure the previous file is untouched. */
+int backend_state_file_write(const char *dir, const char *name, const void *data, size_t len);
+
+/* Serialize doc (sorted keys, indented, trailing newline) and write it as above. */
+int backend_state_json_write(const char *dir, const char *name, json_t *doc);
+
+/*
+ * Rename dir/name to a fresh dir/name.corrupt-XXXXXX (never replacing an earlier copy) and
+ * return that path in *ret_path.
+ */
+int backend_state_file_move_aside(const char *dir, const char *name, char **ret_path);

@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Backend instances and the activation transaction (SPEC §5).
+ *
+ * Activation of a backend (with candidate settings) is serialized — one at a time, queued — and
+ * runs in this order, each step completing through a callback so spawns never wait on it:
+ *   1. validate the candidate settings against the backend's descriptor;
+ *   2. resolve its secrets (inside the controller only);
+ *   3. configure and prepare a new instance, while the old one keeps serving;
+ *   4. probe its availability;
+ *   5. swap the active instance (one pointer: no moment without a confined launcher);
+ *   6. persist the settings and the selection — on failure, swap back;
+ *   7. drop the old instance's active reference: it is disposed once its last process ends; a
+ *      failing dispose keeps the new activation, warns, and is retried in the background.
+ * A failure in 1–4 leaves the running and the persisted selection as they were.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json-cleanup.h"
+#include "common/log.h"
+#include "common/system.h"
+#include "common/util.h"
+#include "controller/controller-backend.h"
+#include "controller/controller.h"
+#include "ipc/ipc-json.h"
+
+#define DISPOSE_RETRY_USEC (5ULL * 1000000ULL)
+
+static unsigned long long instance_counter;
+
+static const struct backend_ops *const builtins[] = { &backend_auto_ops, &backend_host_ops };
+
+int backend_instance_new(struct controller *c, const struct backend_ops *ops,
+			 struct backend_instance **ret)
+{
+	struct backend_instance *bi = calloc(1, sizeof(*bi));
+
+	if (!bi)
+		return -ENOMEM;
+	bi->ctl = c;
+	bi->ops = ops;
+	bi->refs = 1;
+	(void)snprintf(bi->ref, sizeof(bi->ref), "%s:%s", ops->source, ops->kind);
+	(void)snprintf(bi->name, sizeof(bi->name), "%s#%llu", bi->ref, ++instance_counter);
+	*ret = bi;
+	return 0;
+}
+
+struct backend_instance *backend_instance_ref(struct backend_instance *bi)
+{
+	if (bi)
+		bi->refs++;
+	return bi;
+}
+
+struct dispose_retry {
+	struct backend_instance *bi;
+	struct event_source *timer;
+	unsigned attempts;
+};
+
+static int on_dispose_retry(struct event_source *s, void *userdata)
+{
+	struct dispose_retry *dr = userdata;
+	struct backend_instance *bi = dr->bi;
+	int r = bi->ops->dispose(bi);
+
+	if (r < 0 && ++dr->attempts < 10) {
+		log_warning_errno(r, "cleanup of %s failed again (attempt %u): %m", bi->name,
+				  dr->attempts + 1);
+		return 0; /* periodic timer: try again */
+	}
+	if (r < 0)
+		log_error_errno(r, "giving up the cleanup of %s: %m", bi->name);
+	controller_event(bi->ctl, "backend-disposed",
+			 json_pack("{s:s,s:b,s:i}", "launcher", bi->name, "ok", r >= 0, "attempts",
+				   (int)dr->attempts + 1));
+	event_source_free(dr->timer);
+	bi->ops->free(bi);
+	free(bi);
+	free(dr);
+	return 0;
+}
+
+void backend_instance_unref(struct backend_instance *bi)
+{
+	int r;
+
+	if (!bi || --bi->refs > 0)
+		return;
+	/* Step 7: the last process of a replaced instance ended (or it never served). */
+	r = bi->ops->dispose(bi);
+	if (r < 0) {
+		struct dispose_retry *dr = calloc(1, sizeof(*dr));
+
+		log_warning_errno(r, "cleanup of %s failed; retrying in the background: %m",
+				  bi->name);
+		controller_event(bi->ctl, "backend-cleanup-failed",
+				 json_pack("{s:s,s:s}", "launcher", bi->name, "error",
+					   strerror(-r)));
+		if (dr) {
+			dr->bi = bi;
+			if (event_add_timer(bi->ctl->loop, DISPOSE_RETRY_USEC, true, on_dispose_retry,
+					    dr, &dr->timer) >= 0)
+				return;
+			free(dr);
+		}
+	} else
+		controller_event(bi->ctl, "backend-disposed",
+				 json_pack("{s:s,s:b}", "launcher", bi->name, "ok", true));
+	bi->ops->free(bi);
+	free(bi);
+}
+
+/* ------------------------------------------------------------------------- registry */
+
+const struct backend_ops *controller_backend_find(struct controller *c, const char *ref)
+{
+	for (size_t i = 0; i < ELEMENTSOF(builtins); i++) {
+		char r[160];
+
+		(void)snprintf(r, sizeof(r), "%s:%s", builtins[i]->source, builtins[i]->kind);
+		if (streq(r, ref))
+			return builtins[i];
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------- activation */
+
+struct activation {
+	struct activation *next;
+	struct controller *ctl;
+	const struct backend_ops *ops;
+	char ref[160];
+	json_t *settings;
+	struct backend_instance *bi;
+	struct backend_instance *old;
+	activation_done_cb done;
+	void *ud;
+	int step;
+};
+
+static const char *const step_names[] = { "", "validate", "resolve-secrets", "configure",
+					  "prepare", "probe", "swap", "persist", "dispose" };
+
+static void activation_run(struct activation *a);
+
+static void activation_finish(struct activation *a, int r, const char *message)
+{
+	struct controller *c = a->ctl;
+	char msg[1024];
+
+	(void)snprintf(msg, sizeof(msg), "%s", message ? message : "");
+	controller_event(c, "activation",
+			 json_pack("{s:s,s:s?,s:b,s:s,s:s}", "backend", a->ref, "launcher",
+				   a->bi && r >= 0 ? a->bi->name : NULL, "ok", r >= 0, "step",
+				   step_names[a->step], "message", msg));
+	if (r < 0 && a->bi) {
+		/* Steps 1–6 failed: the candidate never served; it goes away now. */
+		backend_instance_unref(TAKE_PTR(a->bi));
+	}
+	if (a->done)
+		a->done(c, r, step_names[a->step], msg, a->bi ? a->bi->name : NULL, a->ud);
+	json_decref(a->settings);
+
+	/* Serialized: start the next queued activation. */
+	c->activations = a->next;
+	free(a);
+	if (c->activations)
+		activation_run(c->activations);
+}
+
+static void step_done(struct backend_instance *bi, int r, const char *message, void *ud)
+{
+	struct activation *a = ud;
+
+	if (r < 0) {
+		activation_finish(a, r, message ? message : strerror(-r));
+		return;
+	}
+	activation_run(a);
+}
+
+static void activation_run(struct activation *a)
+{
+	struct controller *c = a->ctl;
+	int r;
+
+	switch (++a->step) {
+	case 1: /* validate */
+		r = controller_backend_validate_settings(c, a->ops, a->ref, a->settings, NULL);
+		if (r < 0) {
+			activation_finish(a, r, "the settings do not fit the backend's descriptor");
+			return;
+		}
+		activation_run(a);
+		return;
+	case 2: /* resolve secrets: configure() gets them; they are wiped after */
+		activation_run(a);
+		return;
+	case 3:
+		r = backend_instance_new(c, a->ops, &a->bi);
+		if (r < 0) {
+			activation_finish(a, r, "out of memory");
+			return;
+		}
+		a->ops->configure(a->bi, a->settings, NULL, step_done, a);
+		return;
+	case 4:
+		a->ops->prepare(a->bi, step_done, a);
+		return;
+	case 5:
+		a->ops->probe(a->bi, step_done, a);
+		return;
+	case 6: /* swap: one pointer store; the old instance keeps serving its processes */
+		a->old = c->active;
+		c->active = a->bi;
+		activation_run(a);
+		return;
+	case 7: /* persist; on failure swap back */
+		r = controller_backend_persist(c, a->ref, a->settings);
+		if (r < 0) {
+			c->active = a->old;
+			a->old = NULL;
+			activation_finish(a, r, "cannot save the selection; the previous backend "
+						"stays active");
+			return;
+		}
+		activation_run(a);
+		return;
+	case 8: /* dispose idle resources of the previous instance */
+		if (a->old)
+			backend_instance_unref(TAKE_PTR(a->old));
+		log_info("activated %s", a->bi->name);
+		activation_finish(a, 0, NULL);
+		return;
+	default:
+		activation_finish(a, -EINVAL, "internal error: unknown activation step");
+	}
+}
+
+int controller_backend_activate(struct controller *c, const char *ref, json_t *settings,
+				bool explicit_request, activation_done_cb done, void *ud)
+{
+	const struct backend_ops *ops = controller_backend_find(c, ref);
+	struct activation *a, **tail;
+
+	if (!ops)
+		return -ENOENT;
+	/* Never unconfined by accident: host only by an explicit request, and only if the floor of
+	 * the running launcher allows host mode. */
+	if (!ops->confined) {
+		json_t *hello = controller_launcher_hello(c);
+		json_t *floor = json_object_get(hello, "floor");
+
+		if (!explicit_request)
+			return -EPERM;
+		if (!json_is_true(json_object_get(floor, "hostMode")))
+			return -EACCES;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->ctl = c;
+	a->ops = ops;
+	(void)snprintf(a->ref, sizeof(a->ref), "%s", ref);
+	a->settings = settings ? json_incref(settings) : json_object();
+	a->done = done;
+	a->ud = ud;
+	for (tail = &c->activations; *tail; tail = &(*tail)->next)
+		;
+	*tail = a;
+	if (c->activations == a)
+		activation_run(a);
+	return 0;
+}
+
+void controller_backend_lost(struct controller *c, struct backend_instance *bi)
+{
+	controller_event(c, "backend-lost", json_pack("{s:s}", "launcher", bi->name));
+	controller_processes_instance_lost(c, bi);
+	if (c->active == bi && !c->exiting) {
+		/* Re-establish a confined launcher; until then spawns fail cleanly. */
+		c->active = NULL;
+		backend_instance_unref(bi);
+		(void)controller_backend_activate(c, "builtin:auto", NULL, false, NULL, NULL);
+	}
+}
+
+json_t *controller_launcher_hello(struct controller *c)
+{
+	/* The floor and capabilities come from the OS launcher, whichever instance is active. */
+	if (c->active && c->active->ops->hello)
+		return c->active->ops->hello(c->active);
+	return NULL;
+}
+
+const char *controller_launcher_name(struct controller *c)
+{
+	return c->active ? c->active->name : "none";
+}
+
+void controller_backends_stop(struct controller *c)
+{
+	if (c->active)
+		backend_instance_unref(TAKE_PTR(c->active));
+}
+
+/* Start-up: the persisted selection, else (or when it cannot be established) builtin:auto. */
+static void startup_done(struct controller *c, int r, const char *step, const char *message,
+			 const char *name, void *ud)
+{
+	int *state = ud;
+
+	*state = r < 0 ? -1 : 1;
+	if (r < 0)
+		log_warning("cannot activate the saved backend (%s: %s)", step, message);
+}
+
+int controller_backends_start(struct controller *c)
+{
+	_cleanup_free_ char *saved = NULL;
+	_cleanup_json_ json_t *settings = NULL;
+	int state = 0, r;
+
+	r = controller_backend_load_selection(c, &saved, &settings);
+	if (r >= 0 && saved && !streq(saved, "builtin:auto")) {
+		r = controller_backend_activate(c, saved, settings, true, startup_done, &state);
+		while (r >= 0 && state == 0)
+			if (event_loop_run_once(c->loop, 1000) < 0)
+				break;
+		if (state == 1)
+			return 0;
+	}
+	state = 0;
+	r = controller_backend_activate(c, "builtin:auto", NULL, false, startup_done, &state);
+	while (r >= 0 && state == 0)
+		if (event_loop_run_once(c->loop, 1000) < 0)
+			break;
+	return state == 1 ? 0 : -ENODEV;
+}
+
+/* ------------------------------------------------------------------------- settings, persistence */
+
+int controller_backend_validate_settings(struct controller *c, const struct backend_ops *ops,
+					 const char *ref, json_t *settings, struct field_error *fe)
+{
+	_cleanup_json_ json_t *desc = ops->descriptor ? ops->descriptor(ops) : NULL;
+	json_t *fields = json_object_get(json_object_get(desc, "settings"), "fields");
+	const char *key;
+	json_t *v;
+
+	if (settings && !json_is_object(settings))
+		return field_error_set(fe, -EINVAL, "", "settings", "expected an object");
+	json_object_foreach (settings, key, v) {
+		json_t *f;
+		size_t i;
+		bool known = false;
+
+		json_array_foreach (fields, i, f)
+			if (streq_ptr(json_string_value(json_object_get(f, "id")), key))
+				known = true;
+		if (!known)
+			return field_error_set(fe, -EINVAL, "settings", key,
+					       "%s has no setting of that name", ref);
+	}
+	return 0;
+}
+
+static int selection_path(struct controller *c, char **ret)
+{
+	*ret = strdup_printf("%s/active.json", c->state_dir);
+	return *ret ? 0 : -ENOMEM;
+}
+
+int controller_backend_persist(struct controller *c, const char *ref, json_t *settings)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+	_cleanup_json_ json_t *doc = NULL;
+	int r;
+
+	if (c->fail_persist) /* test hook: CORDON_TEST_FAIL_PERSIST */
+		return -EIO;
+	r = selection_path(c, &path);
+	if (r < 0)
+		return r;
+	doc = json_pack("{s:s,s:O?}", "backend", ref, "settings", settings);
+	text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	if (!text)
+		return -ENOMEM;
+	return write_file_atomic(path, text, strlen(text), 0600);
+}
+
+int controller_backend_load_selection(struct controller *c, char **ret_ref, json_t **ret_settings)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+	_cleanup_json_ json_t *doc = NULL;
+	const char *ref;
+	int r;
+
+	*ret_ref = NULL;
+	*ret_settings = NULL;
+	r = selection_path(c, &path);
+	if (r < 0)
+		return r;
+	r = read_full_file(path, 1U << 20, &text, NULL);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	doc = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	ref = json_string_value(json_object_get(doc, "backend"));
+	if (!ref) {
+		log_warning("\"%s\" is not a valid selection; using builtin:auto", path);
+		return 0;
+	}
+	*ret_ref = strdup(ref);
+	*ret_settings = json_incref(json_object_get(doc, "settings"));
+	return *ret_ref ? 0 : -ENOMEM;
+}
+
+/* ------------------------------------------------------------------------- client methods */
+
+int method_backend_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	struct controller *c = cl->ctl;
+	json_t *list = json_array();
+
+	for (size_t i = 0; i < ELEMENTSOF(builtins); i++) {
+		const struct backend_ops *ops = builtins[i];
+		char ref[160];
+		bool active;
+
+		(void)snprintf(ref, sizeof(ref), "%s:%s", ops->source, ops->kind);
+		active = c->active && streq(c->active->ref, ref);
+		json_array_append_new(
+			list, json_pack("{s:s,s:{s:s,s:s},s:o,s:b,s:b,s:s?}", "ref", ref, "backend",
+					"source", ops->source, "kind", ops->kind, "descriptor",
+					ops->descriptor(ops), "confined", ops->confined, "active",
+					active, "launcher", active ? c->active->name : NULL));
+	}
+	return client_reply(cl, id,
+			    json_pack("{s:o,s:s?}", "backends", list, "active",
+				      c->active ? c->active->ref : NULL));
+}
+
+struct activate_req {
+	struct client *cl;
+	json_t *id;
+};
+
+static void activate_done(struct controller *c, int r, const char *step, const char *message,
+			  const char *launcher, void *ud)
+{
+	struct activate_req *ar = ud;
+	bool alive = false;
+
+	/* The requester may have gone while the activation ran. */
+	for (struct client *k = c->clients; k; k = k->next)
+		if (k == ar->cl)
+			alive = true;
+	if (alive) {
+		if (r >= 0)
+			(void)client_reply(ar->cl, ar->id,
+					   json_pack("{s:s,s:s}", "active", c->active->ref,
+						     "launcher", launcher));
+		else
+			(void)client_reply_error(ar->cl, ar->id, CORDON_ERR_BACKEND, message,
+						 json_pack("{s:s,s:s}", "step", step, "errno",
+							   strerror(-r)));
+	}
+	json_decref(ar->id);
+	free(ar);
+}
+
+int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	static const char *const keys[] = { "backend", "settings", NULL };
+	struct field_error fe = { 0 };
+	struct activate_req *ar;
+	const char *ref = NULL;
+	json_t *settings = NULL;
+	int r;
+
+	if (ipc_json_check_keys(params, keys, "params", &fe) < 0 ||
+	    ipc_json_get_string(params, "backend", true, "params", &ref, &fe) < 0 ||
+	    ipc_json_get_object(params, "settings", false, "params", &settings, &fe) < 0)
+		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	if (!controller_backend_find(cl->ctl, ref))
+		return client_reply_error(cl, id, CORDON_ERR_NOT_FOUND, "no such backend",
+					  json_pack("{s:s}", "backend", ref));
+	r = controller_backend_validate_settings(cl->ctl, controller_backend_find(cl->ctl, ref), ref,
+						 settings, &fe);
+	if (r < 0)
+		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	ar = calloc(1, sizeof(*ar));
+	if (!ar)
+		return -ENOMEM;
+	ar->cl = cl;
+	ar->id = json_incref(id);
+	r = controller_backend_activate(cl->ctl, ref, settings, true, activate_done, ar);
+	if (r < 0) {
+		json_decref(ar->id);
+		free(ar);
+		if (r == -EPERM || r == -EACCES)
+			return client_reply_error(cl, id, CORDON_ERR_POLICY_REFUSED,
+						  "the unconfined host backend is not allowed here "
+						  "(the admin floor forbids host mode)",
+						  json_pack("{s:s}", "backend", ref));
+		return client_reply_error(cl, id, CORDON_ERR_BACKEND, strerror(-r), NULL);
+	}
+	return 0;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Backends and their instances (SPEC §3, §5). A backend (builtin:auto, builtin:host,
+ * pack:<id>:<kind>) is a kind of launcher; an instance is one configured, prepared launcher of
+ * that backend ("builtin:auto#3"). The active instance serves new processes; every process holds
+ * a reference to the instance that created it, so an instance replaced by an activation keeps
+ * running its processes and is disposed when the last one ends.
+ *
+ * Every operation that may take time completes through a callback, so neither a spawn nor the
+ * event loop ever waits for an activation.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+struct controller;
+struct backend_instance;
+
+/* Completion of configure/prepare/probe/dispose: r < 0 failed, message says why. */
+typedef void (*backend_done_cb)(struct backend_instance *bi, int r, const char *message,
+				void *ud);
+/* Completion of a spawn: sandbox and pidfd (the callee closes pidfd) or a launcher error. */
+typedef void (*backend_spawn_cb)(struct backend_instance *bi, const char *sandbox, int pidfd,
+				 pid_t pid, json_t *error, void *ud);
+
+struct backend_ops {
+	const char *source; /* "builtin" or "pack" */
+	const char *kind;
+	bool confined;      /* false only for builtin:host: never chosen implicitly */
+	/* The descriptor (name, description, settings.fields, claims): data only. */
+	json_t *(*descriptor)(const struct backend_ops *ops);
+	/* Activation steps 3 and 4 (SPEC §5), each completing exactly once through done. */
+	void (*configure)(struct backend_instance *bi, json_t *settings, json_t *secrets,
+			  backend_done_cb done, void *ud);
+	void (*prepare)(struct backend_instance *bi, backend_done_cb done, void *ud);
+	void (*probe)(struct backend_instance *bi, backend_done_cb done, void *ud);
+	/* The instance's capabilities for the policy compiler (a launcher hello reply). */
+	json_t *(*hello)(struct backend_instance *bi);
+	int (*spawn)(struct backend_instance *bi, json_t *plan, const int *fds, size_t n_fds,
+		     backend_spawn_cb cb, void *ud);
+	int (*kill)(struct backend_instance *bi, const char *sandbox, int sig);
+	/* Release what the instance holds; < 0 is a cleanup failure (retried later). */
+	int (*dispose)(struct backend_instance *bi);
+	void (*free)(struct backend_instance *bi);
+};
+
+struct backend_instance {
+	struct controller *ctl;
+	const struct backend_ops *ops;
+	char ref[160];  /* "builtin:auto" */
+	char name[192]; /* "builtin:auto#3" */
+	unsigned refs;  /* the active selection holds one; every live process one */
+	bool disposed;
+	void *data;     /* the backend's own state */
+};
+
+/* controller-backend.c */
+int backend_instance_new(struct controller *c, const struct backend_ops *ops,
+			 struct backend_instance **ret);
+struct backend_instance *backend_instance_ref(struct backend_instance *bi);
+/* Drop a reference; the last one disposes and frees the instance. */
+void backend_instance_unref(struct backend_instance *bi);
+
+/* The built-in backends. */
+extern const struct backend_ops backend_auto_ops;
+extern const struct backend_ops backend_host_ops;
+
+/* Exit reports from any instance land here (controller-process.c). */
+void controller_process_exited_on(struct controller *c, struct backend_instance *bi,
+				  const char *sandbox, json_t *exit);

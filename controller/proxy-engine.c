@@ -1,0 +1,1247 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The proxy listener and its connections, on the controller's event loop (no thread per
+ * connection). A connection goes through:
+ *
+ *   SNIFF ──0x05──▶ SOCKS_GREETING ─▶ SOCKS_REQUEST ─┐
+ *     └──"METHOD "──▶ HTTP_HEAD (CONNECT or absolute URI) ─┴▶ RESOLVING ─▶ CONNECTING ─▶ SPLICE
+ *   any refusal ─▶ REFUSING (flush the answer, shut down, drain briefly) ─▶ closed
+ *
+ * Each direction has one buffer of limits.buffer_size bytes: reading a side stops (no EPOLLIN)
+ * while the buffer towards the other side is full, and writing waits for EPOLLOUT, so a slow
+ * reader holds at most two buffers per connection. The client's side is not read while the
+ * upstream is being resolved and connected. One periodic timer per listener enforces the setup
+ * and idle timeouts; accepting pauses at limits.max_connections.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/json-cleanup.h"
+#include "common/log.h"
+#include "common/system.h"
+#include "common/util.h"
+#include "controller/proxy-resolve.h"
+#include "controller/proxy.h"
+
+#define ACCEPT_BATCH 16
+#define DRAIN_USEC (2ULL * 1000000ULL) /* how long a refused client may take to read the answer */
+#define SWEEP_MIN_USEC (10ULL * 1000ULL)
+#define SWEEP_MAX_USEC (1000ULL * 1000ULL)
+
+enum conn_state {
+	ST_SNIFF,
+	ST_HTTP_HEAD,
+	ST_SOCKS_GREETING,
+	ST_SOCKS_REQUEST,
+	ST_RESOLVING,
+	ST_CONNECTING,
+	ST_SPLICE,
+	ST_REFUSING, /* writing the refusal */
+	ST_DRAINING, /* refusal sent and shut down: reading until EOF, then closing */
+};
+
+enum conn_proto {
+	PROTO_NONE,
+	PROTO_CONNECT,
+	PROTO_HTTP,
+	PROTO_SOCKS5,
+};
+
+struct buf {
+	uint8_t *data;
+	size_t size, start, end;
+};
+
+struct conn {
+	struct proxy_listener *l;
+	struct conn *prev, *next;
+	uint64_t id;
+	enum conn_state state;
+	enum conn_proto proto;
+	int cfd, ufd;
+	struct event_source *csrc, *usrc;
+	uint32_t cev, uev; /* the events each source is registered for */
+	struct buf up;	   /* client → upstream; holds the request head first */
+	struct buf down;   /* upstream → client; holds our own answers first */
+	bool c_eof, u_eof; /* read side ended */
+	bool c_shut, u_shut;
+	struct proxy_rules *rules; /* the rules this connection is decided with */
+	struct proxy_verdict verdict;
+	struct proxy_query *query;
+	struct proxy_addr addrs[PROXY_RESOLVE_MAX_ADDRS];
+	size_t n_addrs, i_addr;
+	int connect_error;
+	char address[INET6_ADDRSTRLEN];
+	bool reported_allowed;
+	bool reported_denied;
+	uint64_t started, last_active, drain_until;
+	uint64_t bytes_up, bytes_down;
+};
+
+struct proxy_listener {
+	struct event_loop *loop;
+	int fd;
+	struct event_source *src, *sweep;
+	bool accept_paused;
+	struct proxy_rules *rules;
+	struct proxy_limits limits;
+	proxy_event_fn audit;
+	void *userdata;
+	struct proxy_resolver *resolver; /* started with the first name that needs DNS */
+	struct conn *conns;
+	unsigned n_conns;
+	uint64_t next_id;
+};
+
+static const char *const proto_names[] = {
+	[PROTO_NONE] = NULL,
+	[PROTO_CONNECT] = "connect",
+	[PROTO_HTTP] = "http",
+	[PROTO_SOCKS5] = "socks5",
+};
+
+static int conn_io(struct event_source *s, int fd, uint32_t revents, void *userdata);
+static void conn_update(struct conn *c);
+
+void proxy_limits_default(struct proxy_limits *ret)
+{
+	*ret = (struct proxy_limits){
+		.max_connections = PROXY_DEFAULT_MAX_CONNECTIONS,
+		.idle_timeout_usec = PROXY_DEFAULT_IDLE_TIMEOUT_USEC,
+		.setup_timeout_usec = PROXY_DEFAULT_SETUP_TIMEOUT_USEC,
+		.buffer_size = PROXY_DEFAULT_BUFFER_SIZE,
+	};
+}
+
+const char *proxy_event_kind_to_string(enum proxy_event_kind k)
+{
+	static const char *const names[] = {
+		[PROXY_EVENT_DENIED] = "denied",
+		[PROXY_EVENT_ALLOWED] = "allowed",
+		[PROXY_EVENT_CLOSED] = "closed",
+	};
+
+	return (size_t)k < ELEMENTSOF(names) ? names[k] : "?";
+}
+
+json_t *proxy_event_to_json(const struct proxy_event *e)
+{
+	json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "decision",
+			      proxy_event_kind_to_string(e->kind), "connection",
+			      (json_int_t)e->connection, "port", (json_int_t)e->port, "bytesUp",
+			      (json_int_t)e->bytes_up, "bytesDown", (json_int_t)e->bytes_down,
+			      "durationMs", (json_int_t)(e->duration_usec / 1000ULL));
+
+	if (!o)
+		return NULL;
+	if ((e->protocol && json_object_set_new(o, "protocol", json_string(e->protocol)) < 0) ||
+	    (e->domain && json_object_set_new(o, "domain", json_string(e->domain)) < 0) ||
+	    (e->address && json_object_set_new(o, "address", json_string(e->address)) < 0) ||
+	    (e->rule && json_object_set_new(o, "rule", json_string(e->rule)) < 0) ||
+	    (e->reason && json_object_set_new(o, "reason", json_string(e->reason)) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* ---- buffers ------------------------------------------------------------------------------ */
+
+static int buf_alloc(struct buf *b, size_t size)
+{
+	if (b->data)
+		return 0;
+	b->data = malloc(size);
+	if (!b->data)
+		return -ENOMEM;
+	b->size = size;
+	b->start = b->end = 0;
+	return 0;
+}
+
+static size_t buf_len(const struct buf *b)
+{
+	return b->end - b->start;
+}
+
+/* Free room at the end, compacting first when the data does not start at 0. */
+static size_t buf_room(struct buf *b)
+{
+	if (!b->data)
+		return 0;
+	if (b->start == b->end)
+		b->start = b->end = 0;
+	else if (b->end == b->size && b->start > 0) {
+		memmove(b->data, b->data + b->start, b->end - b->start);
+		b->end -= b->start;
+		b->start = 0;
+	}
+	return b->size - b->end;
+}
+
+static void buf_consume(struct buf *b, size_t n)
+{
+	b->start += n;
+	if (b->start == b->end)
+		b->start = b->end = 0;
+}
+
+/* Replace the first n bytes with data (the buffer grows when it must; data is bounded). */
+static int buf_replace_front(struct buf *b, size_t n, const void *data, size_t len)
+{
+	size_t rest = buf_len(b) - n, need = len + rest;
+
+	if (need > b->size) {
+		uint8_t *p = malloc(need);
+
+		if (!p)
+			return -ENOMEM;
+		memcpy(p, data, len);
+		memcpy(p + len, b->data + b->start + n, rest);
+		free(b->data);
+		b->data = p;
+		b->size = need;
+	} else {
+		memmove(b->data + len, b->data + b->start + n, rest);
+		memcpy(b->data, data, len);
+	}
+	b->start = 0;
+	b->end = need;
+	return 0;
+}
+
+static int buf_put(struct buf *b, const void *data, size_t len)
+{
+	if (buf_room(b) < len)
+		return -ENOBUFS;
+	memcpy(b->data + b->end, data, len);
+	b->end += len;
+	return 0;
+}
+
+/* ---- connection lifetime and audit -------------------------------------------------------- */
+
+static void conn_report(struct conn *c, enum proxy_event_kind kind, const char *rule,
+			const char *reason)
+{
+	struct proxy_listener *l = c->l;
+	struct proxy_event e = {
+		.kind = kind,
+		.connection = c->id,
+		.protocol = proto_names[c->proto],
+		.domain = c->verdict.host[0] ? c->verdict.host : NULL,
+		.port = c->verdict.port,
+		.address = c->address[0] ? c->address : NULL,
+		.rule = rule,
+		.reason = reason,
+		.bytes_up = c->bytes_up,
+		.bytes_down = c->bytes_down,
+		.duration_usec = now_usec() - c->started,
+	};
+
+	if (kind == PROXY_EVENT_ALLOWED)
+		c->reported_allowed = true;
+	if (kind == PROXY_EVENT_DENIED)
+		c->reported_denied = true;
+	if (l->audit)
+		l->audit(&e, l->userdata);
+}
+
+static void listener_resume_accept(struct proxy_listener *l)
+{
+	if (l->accept_paused && l->n_conns < l->limits.max_connections && l->src &&
+	    event_source_set_events(l->src, EPOLLIN) >= 0)
+		l->accept_paused = false;
+}
+
+/* Close and free c. An allowed connection reports CLOSED with rule and reason. */
+static void conn_close(struct conn *c, const char *rule, const char *reason)
+{
+	struct proxy_listener *l = c->l;
+
+	if (c->reported_allowed)
+		conn_report(c, PROXY_EVENT_CLOSED, rule, reason);
+	else if (!c->reported_denied && (c->proto != PROTO_NONE || buf_len(&c->up) > 0))
+		/* Gave up on before a decision (timeout, client gone, malformed). */
+		conn_report(c, PROXY_EVENT_DENIED, rule, reason);
+
+	proxy_query_cancel(c->query);
+	event_source_free(c->csrc);
+	event_source_free(c->usrc);
+	safe_close(c->cfd);
+	safe_close(c->ufd);
+	free(c->up.data);
+	free(c->down.data);
+	proxy_rules_unref(c->rules);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		l->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	l->n_conns--;
+	free(c);
+	listener_resume_accept(l);
+}
+
+static void conn_close_errno(struct conn *c, const char *side, int error)
+{
+	char reason[128];
+
+	(void)snprintf(reason, sizeof(reason), "%s: %s", side, strerror(error));
+	conn_close(c, "error", reason);
+}
+
+/*
+ * Refuse: queue answer (a 4xx/5xx response or a SOCKS reply) to the client, report DENIED
+ * (unless this is an allowed connection failing later, which reports CLOSED when it ends), then
+ * flush, shut down and drain.
+ */
+static void conn_refuse(struct conn *c, const char *rule, const char *reason, const void *answer,
+			size_t len)
+{
+	proxy_query_cancel(c->query);
+	c->query = NULL;
+	event_source_free(c->usrc);
+	c->usrc = NULL;
+	c->uev = 0;
+	c->ufd = safe_close(c->ufd);
+	if (c->reported_allowed) {
+		/* Allowed, then failed (resolving, connecting): that ends it. */
+		conn_report(c, PROXY_EVENT_CLOSED, rule, reason);
+		c->reported_allowed = false;
+		c->reported_denied = true;
+	} else
+		conn_report(c, PROXY_EVENT_DENIED, rule, reason);
+	/* Appended: a SOCKS method reply may still be waiting in front of it. */
+	if (buf_alloc(&c->down, c->l->limits.buffer_size) < 0 || buf_put(&c->down, answer, len) < 0)
+		return conn_close(c, rule, reason);
+	c->state = ST_REFUSING;
+	c->drain_until = now_usec() + DRAIN_USEC;
+	conn_update(c);
+}
+
+static void http_refuse(struct conn *c, unsigned status, const char *rule, const char *reason)
+{
+	const char *text = status == 400   ? "Bad Request"
+			   : status == 403 ? "Forbidden"
+			   : status == 431 ? "Request Header Fields Too Large"
+			   : status == 502 ? "Bad Gateway"
+			   : status == 504 ? "Gateway Timeout"
+					   : "Error";
+	_cleanup_free_ char *body = strdup_printf("cordon proxy: %s\n", reason);
+	_cleanup_free_ char *msg = NULL;
+
+	if (body)
+		msg = strdup_printf("HTTP/1.1 %u %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+				    "Content-Length: %zu\r\nConnection: close\r\n"
+				    "X-Cordon-Rule: %s\r\n\r\n%s",
+				    status, text, strlen(body), rule, body);
+	if (!msg)
+		return conn_close(c, rule, reason);
+	conn_refuse(c, rule, reason, msg, strlen(msg));
+}
+
+/* SOCKS5 replies (RFC 1928 §6): the bound address is not disclosed. */
+#define SOCKS_OK 0x00
+#define SOCKS_FAILURE 0x01
+#define SOCKS_NOT_ALLOWED 0x02
+#define SOCKS_HOST_UNREACHABLE 0x04
+#define SOCKS_REFUSED 0x05
+#define SOCKS_TTL_EXPIRED 0x06
+#define SOCKS_BAD_COMMAND 0x07
+#define SOCKS_BAD_ADDRESS_TYPE 0x08
+
+static void socks_reply_bytes(uint8_t code, uint8_t out[10])
+{
+	const uint8_t r[10] = { 0x05, code, 0x00, 0x01, 0, 0, 0, 0, 0, 0 };
+
+	memcpy(out, r, sizeof(r));
+}
+
+static void socks_refuse(struct conn *c, uint8_t code, const char *rule, const char *reason)
+{
+	uint8_t r[10];
+
+	socks_reply_bytes(code, r);
+	conn_refuse(c, rule, reason, r, sizeof(r));
+}
+
+/* A refusal in the client's protocol; status for HTTP, code for SOCKS. */
+static void refuse(struct conn *c, unsigned status, uint8_t code, const char *rule,
+		   const char *reason)
+{
+	if (c->proto == PROTO_SOCKS5)
+		socks_refuse(c, code, rule, reason);
+	else
+		http_refuse(c, status, rule, reason);
+}
+
+/* ---- events registration ------------------------------------------------------------------ */
+
+static int set_events(struct event_source *s, uint32_t *cur, uint32_t want)
+{
+	if (!s || *cur == want)
+		return 0;
+	*cur = want;
+	return event_source_set_events(s, want);
+}
+
+/* Register for what each side can make progress on now. */
+static void conn_update(struct conn *c)
+{
+	uint32_t cw = 0, uw = 0;
+	size_t up_room = c->up.data ? c->up.size - buf_len(&c->up) : 0;
+	size_t down_room = c->down.data ? c->down.size - buf_len(&c->down) : 0;
+
+	switch (c->state) {
+	case ST_SNIFF:
+	case ST_HTTP_HEAD:
+	case ST_SOCKS_GREETING:
+	case ST_SOCKS_REQUEST:
+		cw = EPOLLIN;
+		if (buf_len(&c->down) > 0)
+			cw |= EPOLLOUT;
+		break;
+	case ST_RESOLVING:
+		break;
+	case ST_CONNECTING:
+		uw = EPOLLOUT;
+		break;
+	case ST_SPLICE:
+		if (!c->c_eof && up_room > 0)
+			cw |= EPOLLIN;
+		if (buf_len(&c->down) > 0)
+			cw |= EPOLLOUT;
+		if (!c->u_eof && down_room > 0)
+			uw |= EPOLLIN;
+		if (buf_len(&c->up) > 0)
+			uw |= EPOLLOUT;
+		break;
+	case ST_REFUSING:
+		cw = EPOLLOUT;
+		break;
+	case ST_DRAINING:
+		cw = EPOLLIN;
+		break;
+	}
+	if (set_events(c->csrc, &c->cev, cw) < 0 || set_events(c->usrc, &c->uev, uw) < 0)
+		conn_close_errno(c, "epoll", errno);
+}
+
+/* ---- upstream ----------------------------------------------------------------------------- */
+
+static void conn_connect_next(struct conn *c);
+
+static void upstream_connected(struct conn *c)
+{
+	int one = 1;
+
+	(void)setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (buf_alloc(&c->down, c->l->limits.buffer_size) < 0)
+		return conn_close_errno(c, "memory", ENOMEM);
+	if (c->proto == PROTO_CONNECT) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+		(void)buf_put(&c->down, ok, sizeof(ok) - 1);
+	} else if (c->proto == PROTO_SOCKS5) {
+		uint8_t r[10];
+
+		socks_reply_bytes(SOCKS_OK, r);
+		(void)buf_put(&c->down, r, sizeof(r));
+	}
+	c->state = ST_SPLICE;
+	c->last_active = now_usec();
+	conn_update(c);
+}
+
+static void conn_connect_failed(struct conn *c, int error)
+{
+	char reason[PROXY_REASON_MAX];
+	uint8_t code = error == ECONNREFUSED			       ? SOCKS_REFUSED
+		       : error == ETIMEDOUT			       ? SOCKS_TTL_EXPIRED
+		       : error == EHOSTUNREACH || error == ENETUNREACH ? SOCKS_HOST_UNREACHABLE
+								       : SOCKS_FAILURE;
+
+	(void)snprintf(reason, sizeof(reason), "cannot connect to %s port %u (%s): %s",
+		       c->verdict.host, c->verdict.port, c->address, strerror(error));
+	refuse(c, 502, code, "connect", reason);
+}
+
+static void conn_connect_next(struct conn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int r;
+
+	event_source_free(c->usrc);
+	c->usrc = NULL;
+	c->uev = 0;
+	c->ufd = safe_close(c->ufd);
+	if (c->i_addr >= c->n_addrs)
+		return conn_connect_failed(c, c->connect_error ? c->connect_error : EHOSTUNREACH);
+
+	const struct proxy_addr *a = &c->addrs[c->i_addr++];
+
+	proxy_addr_to_string(a, c->address, sizeof(c->address));
+	if (!c->reported_allowed)
+		conn_report(c, PROXY_EVENT_ALLOWED, c->verdict.rule, c->verdict.reason);
+	len = proxy_addr_to_sockaddr(a, c->verdict.port, &ss);
+	c->ufd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+	if (c->ufd < 0)
+		return conn_close_errno(c, "socket", errno);
+	r = event_add_io(c->l->loop, c->ufd, 0, conn_io, c, &c->usrc);
+	if (r < 0)
+		return conn_close_errno(c, "epoll", -r);
+	c->state = ST_CONNECTING;
+	if (connect(c->ufd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
+		c->connect_error = errno;
+		return conn_connect_next(c);
+	}
+	/* Even an immediate success is reported through EPOLLOUT. */
+	conn_update(c);
+}
+
+static void upstream_check_connect(struct conn *c)
+{
+	int error = 0;
+	socklen_t len = sizeof(error);
+
+	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &error, &len) < 0)
+		error = errno;
+	if (error != 0) {
+		c->connect_error = error;
+		return conn_connect_next(c);
+	}
+	upstream_connected(c);
+}
+
+/* Keep the addresses the verdict accepts; refuse when none is left. */
+static void conn_use_addresses(struct conn *c, const struct proxy_addr *addrs, size_t n)
+{
+	struct proxy_verdict first_refusal = { 0 };
+	bool refused = false;
+
+	c->n_addrs = c->i_addr = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct proxy_verdict v = c->verdict;
+
+		if (proxy_rules_check_address(&v, &addrs[i]))
+			c->addrs[c->n_addrs++] = addrs[i];
+		else if (!refused) {
+			first_refusal = v;
+			refused = true;
+		}
+	}
+	if (c->n_addrs == 0) {
+		c->verdict = first_refusal;
+		return refuse(c, 403, SOCKS_NOT_ALLOWED, c->verdict.rule, c->verdict.reason);
+	}
+	conn_connect_next(c);
+}
+
+static void on_resolved(int error, const struct proxy_addr *addrs, size_t n, void *userdata)
+{
+	struct conn *c = userdata;
+	char reason[PROXY_REASON_MAX];
+
+	c->query = NULL;
+	if (error != 0) {
+		(void)snprintf(reason, sizeof(reason), "cannot resolve %s: %s", c->verdict.host,
+			       gai_strerror(error));
+		return refuse(c, 502, SOCKS_HOST_UNREACHABLE, "resolve", reason);
+	}
+	conn_use_addresses(c, addrs, n);
+}
+
+/* The request named host:port: decide, then resolve or connect. */
+static void conn_decide(struct conn *c, const char *host, unsigned port)
+{
+	struct proxy_listener *l = c->l;
+	int r;
+
+	proxy_rules_check(c->rules, host, port, &c->verdict);
+	if (!c->verdict.allowed)
+		return refuse(c, 403, SOCKS_NOT_ALLOWED, c->verdict.rule, c->verdict.reason);
+	if (c->verdict.have_addr)
+		return conn_use_addresses(c, &c->verdict.addr, 1);
+
+	if (!l->resolver) {
+		r = proxy_resolver_new(l->loop, 0, &l->resolver);
+		if (r < 0)
+			return refuse(c, 502, SOCKS_FAILURE, "resolve",
+				      "the resolver is unavailable");
+	}
+	r = proxy_resolve(l->resolver, c->verdict.host, on_resolved, c, &c->query);
+	if (r < 0)
+		return refuse(c, 502, SOCKS_FAILURE, "resolve", "the resolver is unavailable");
+	c->state = ST_RESOLVING;
+	conn_update(c);
+}
+
+/* ---- HTTP --------------------------------------------------------------------------------- */
+
+static bool is_token_char(char ch)
+{
+	return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+/* Split "host[:port]" or "[v6][:port]"; port default_port when absent. */
+static int split_authority(const char *s, size_t n, char *host, size_t host_size, unsigned *port,
+			   unsigned default_port)
+{
+	const char *colon = NULL;
+	size_t hl;
+
+	if (n == 0)
+		return -EINVAL;
+	if (s[0] == '[') {
+		const char *end = memchr(s, ']', n);
+
+		if (!end)
+			return -EINVAL;
+		hl = (size_t)(end - s) + 1;
+		if (hl < n) {
+			if (s[hl] != ':')
+				return -EINVAL;
+			colon = s + hl;
+		}
+	} else {
+		colon = memchr(s, ':', n);
+		hl = colon ? (size_t)(colon - s) : n;
+	}
+	if (hl == 0 || hl >= host_size)
+		return -EINVAL;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	*port = default_port;
+	if (colon) {
+		char p[8];
+		size_t pl = n - (size_t)(colon + 1 - s);
+
+		if (pl == 0 || pl >= sizeof(p) || strspn(colon + 1, "0123456789") < pl)
+			return -EINVAL;
+		memcpy(p, colon + 1, pl);
+		p[pl] = '\0';
+		if (safe_atou(p, port) < 0 || *port < 1 || *port > 65535)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Hop-by-hop and proxy headers that are not forwarded (Connection: close is added). */
+static bool header_dropped(const char *line, size_t n)
+{
+	static const char *const names[] = { "connection",
+					     "proxy-connection",
+					     "keep-alive",
+					     "proxy-authorization",
+					     "proxy-authenticate",
+					     "te",
+					     "upgrade",
+					     NULL };
+
+	for (size_t i = 0; names[i]; i++) {
+		size_t k = strlen(names[i]);
+
+		if (n > k && line[k] == ':' && strncasecmp(line, names[i], k) == 0)
+			return true;
+	}
+	return false;
+}
+
+struct http_request {
+	char method[32];
+	const char *target;
+	size_t target_len;
+	const char *version;
+	unsigned minor;
+};
+
+/*
+ * The request head is in c->up up to head_len (the blank line included). Lines end in CRLF or
+ * LF. Decides CONNECT, or rewrites an absolute-URI request into origin form for the upstream.
+ */
+static void http_handle_head(struct conn *c, size_t head_len)
+{
+	_cleanup_free_ char *head = strndup((const char *)c->up.data + c->up.start, head_len);
+	_cleanup_free_ char *out = NULL;
+	char host[PROXY_NAME_MAX + 3], hhost[PROXY_NAME_MAX + 3], *line, *save = NULL, *sp1, *sp2;
+	const char *uri_host_start;
+	unsigned port, hport;
+	size_t out_len = 0, out_size, uri_host_len;
+	bool have_host = false;
+
+	if (!head)
+		return conn_close_errno(c, "memory", ENOMEM);
+	line = strtok_r(head, "\n", &save);
+	if (!line)
+		return http_refuse(c, 400, "request", "empty request line");
+	line[strcspn(line, "\r")] = '\0';
+	sp1 = strchr(line, ' ');
+	sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+	if (!sp1 || !sp2 || strchr(sp2 + 1, ' ') || sp1 == line || (size_t)(sp1 - line) >= 32)
+		return http_refuse(c, 400, "request", "malformed request line");
+	*sp1 = *sp2 = '\0';
+	for (const char *m = line; *m; m++)
+		if (!is_token_char(*m))
+			return http_refuse(c, 400, "request", "malformed request method");
+	if (!streq(sp2 + 1, "HTTP/1.1") && !streq(sp2 + 1, "HTTP/1.0"))
+		return http_refuse(c, 400, "request", "unsupported HTTP version");
+
+	if (streq(line, "CONNECT")) {
+		c->proto = PROTO_CONNECT;
+		if (sp1[1] == '[' ? !strstr(sp1 + 1, "]:") : !strchr(sp1 + 1, ':'))
+			return http_refuse(c, 400, "request", "CONNECT needs host:port");
+		if (split_authority(sp1 + 1, strlen(sp1 + 1), host, sizeof(host), &port, 0) < 0)
+			return http_refuse(c, 400, "request", "malformed CONNECT target");
+		/* Anything after the head (an early TLS ClientHello) stays and is forwarded. */
+		buf_consume(&c->up, head_len);
+		return conn_decide(c, host, port);
+	}
+
+	c->proto = PROTO_HTTP;
+	if (strncasecmp(sp1 + 1, "http://", 7) != 0)
+		return http_refuse(
+			c, 400, "request",
+			strncasecmp(sp1 + 1, "https://", 8) == 0
+				? "https:// URLs need CONNECT"
+				: "not a proxy request (expected an absolute http:// URI)");
+	uri_host_start = sp1 + 1 + 7;
+	uri_host_len = strcspn(uri_host_start, "/?#");
+	const char *path = uri_host_start + uri_host_len;
+
+	if (memchr(uri_host_start, '@', uri_host_len))
+		return http_refuse(c, 400, "request",
+				   "user information in the URI is not supported");
+	if (split_authority(uri_host_start, uri_host_len, host, sizeof(host), &port, 80) < 0)
+		return http_refuse(c, 400, "request", "malformed URI authority");
+
+	out_size = head_len + 2 * sizeof(host) + 128;
+	out = malloc(out_size);
+	if (!out)
+		return conn_close_errno(c, "memory", ENOMEM);
+	out_len = (size_t)snprintf(out, out_size, "%s %s%s %s\r\n", line, path[0] == '/' ? "" : "/",
+				   path, sp2 + 1);
+
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		size_t n;
+
+		line[strcspn(line, "\r")] = '\0';
+		n = strlen(line);
+		if (n == 0)
+			break;
+		if (line[0] == ' ' || line[0] == '\t' || !strchr(line, ':'))
+			return http_refuse(c, 400, "request", "malformed header line");
+		if (n >= 5 && strncasecmp(line, "host:", 5) == 0) {
+			const char *v = line + 5;
+			size_t vl;
+			struct proxy_verdict a = { 0 }, b = { 0 };
+
+			if (have_host)
+				return http_refuse(c, 400, "hostHeader",
+						   "more than one Host header");
+			have_host = true;
+			v += strspn(v, " \t");
+			vl = strlen(v);
+			while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+				vl--;
+			if (split_authority(v, vl, hhost, sizeof(hhost), &hport, 80) < 0)
+				return http_refuse(c, 400, "hostHeader", "malformed Host header");
+			/* Compare canonical forms: case, trailing dot and literal spelling aside. */
+			proxy_rules_check(c->rules, host, port, &a);
+			proxy_rules_check(c->rules, hhost, hport, &b);
+			if (!streq(a.host, b.host) || port != hport)
+				return http_refuse(
+					c, 400, "hostHeader",
+					"the Host header does not match the request URI");
+		}
+		if (header_dropped(line, n))
+			continue;
+		if (out_len + n + 2 >= out_size)
+			return http_refuse(c, 431, "request", "request head too large");
+		memcpy(out + out_len, line, n);
+		memcpy(out + out_len + n, "\r\n", 2);
+		out_len += n + 2;
+	}
+	if (!have_host) {
+		int k = snprintf(out + out_len, out_size - out_len, "Host: %.*s\r\n",
+				 (int)uri_host_len, uri_host_start);
+
+		out_len += (size_t)k;
+	}
+	/* One request per proxy connection: the next one may name another host. */
+	out_len += (size_t)snprintf(out + out_len, out_size - out_len, "Connection: close\r\n\r\n");
+	if (buf_replace_front(&c->up, head_len, out, out_len) < 0)
+		return conn_close_errno(c, "memory", ENOMEM);
+	conn_decide(c, host, port);
+}
+
+/* Find the end of the request head: the blank line (CRLF CRLF or LF LF). */
+static size_t http_head_end(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (p[i] != '\n')
+			continue;
+		if (p[i + 1] == '\n')
+			return i + 2;
+		if (i + 2 < n && p[i + 1] == '\r' && p[i + 2] == '\n')
+			return i + 3;
+	}
+	return 0;
+}
+
+/* ---- SOCKS5 ------------------------------------------------------------------------------- */
+
+static void socks_handle(struct conn *c)
+{
+	const uint8_t *p = c->up.data + c->up.start;
+	size_t n = buf_len(&c->up);
+
+	if (c->state == ST_SOCKS_GREETING) {
+		static const uint8_t no_auth[2] = { 0x05, 0x00 }, none[2] = { 0x05, 0xff };
+
+		if (n < 2 || n < 2 + (size_t)p[1])
+			return conn_update(c);
+		if (!memchr(p + 2, 0x00, p[1]))
+			return conn_refuse(c, "request",
+					   "SOCKS5 client offers no method without "
+					   "authentication",
+					   none, sizeof(none));
+		buf_consume(&c->up, 2 + (size_t)p[1]);
+		if (buf_alloc(&c->down, c->l->limits.buffer_size) < 0)
+			return conn_close_errno(c, "memory", ENOMEM);
+		(void)buf_put(&c->down, no_auth, sizeof(no_auth));
+		c->state = ST_SOCKS_REQUEST;
+		p = c->up.data + c->up.start;
+		n = buf_len(&c->up);
+	}
+
+	/* VER CMD RSV ATYP DST.ADDR DST.PORT */
+	char host[PROXY_NAME_MAX + 3];
+	size_t need;
+	unsigned port;
+
+	if (n < 5)
+		return conn_update(c);
+	if (p[0] != 0x05 || p[2] != 0x00)
+		return socks_refuse(c, SOCKS_FAILURE, "request", "malformed SOCKS5 request");
+	switch (p[3]) {
+	case 0x01:
+		need = 4 + 4 + 2;
+		break;
+	case 0x03:
+		need = 4 + 1 + (size_t)p[4] + 2;
+		break;
+	case 0x04:
+		need = 4 + 16 + 2;
+		break;
+	default:
+		return socks_refuse(c, SOCKS_BAD_ADDRESS_TYPE, "request",
+				    "unsupported SOCKS5 address type");
+	}
+	if (n < need)
+		return conn_update(c);
+	if (p[1] != 0x01)
+		return socks_refuse(c, SOCKS_BAD_COMMAND, "request",
+				    "only the SOCKS5 CONNECT command is supported");
+	if (p[3] == 0x01)
+		(void)inet_ntop(AF_INET, p + 4, host, sizeof(host));
+	else if (p[3] == 0x04) {
+		host[0] = '[';
+		(void)inet_ntop(AF_INET6, p + 4, host + 1, sizeof(host) - 2);
+		strcat(host, "]");
+	} else {
+		if (p[4] == 0 || memchr(p + 5, 0, p[4]))
+			return socks_refuse(c, SOCKS_NOT_ALLOWED, "hostName",
+					    "malformed host name");
+		memcpy(host, p + 5, p[4]);
+		host[p[4]] = '\0';
+	}
+	port = (unsigned)p[need - 2] << 8 | p[need - 1];
+	buf_consume(&c->up, need);
+	conn_decide(c, host, port);
+}
+
+/* ---- I/O ---------------------------------------------------------------------------------- */
+
+/* Read from fd into b; returns bytes read, 0 at EOF, -EAGAIN or another -errno. */
+static ssize_t read_into(int fd, struct buf *b)
+{
+	size_t room = buf_room(b);
+	ssize_t n;
+
+	if (room == 0)
+		return -ENOBUFS;
+	n = read(fd, b->data + b->end, room);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	b->end += (size_t)n;
+	return n;
+}
+
+static ssize_t write_from(int fd, struct buf *b)
+{
+	ssize_t n;
+
+	if (buf_len(b) == 0)
+		return 0;
+	n = send(fd, b->data + b->start, buf_len(b), MSG_NOSIGNAL);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	buf_consume(b, (size_t)n);
+	return n;
+}
+
+/* Bytes from the client before the request is complete. */
+static void conn_read_request(struct conn *c)
+{
+	size_t limit = c->up.size < PROXY_HEAD_MAX ? c->up.size : PROXY_HEAD_MAX;
+	ssize_t n = read_into(c->cfd, &c->up);
+
+	if (n == -EAGAIN)
+		return;
+	if (n == -ENOBUFS)
+		return refuse(c, 431, SOCKS_FAILURE, "request", "request head too large");
+	if (n < 0)
+		return conn_close_errno(c, "client", (int)-n);
+	if (n == 0)
+		return conn_close(c, "request", "the client closed before completing its request");
+	c->last_active = now_usec();
+
+	if (c->state == ST_SNIFF) {
+		uint8_t b = c->up.data[c->up.start];
+
+		if (b == 0x05) {
+			c->proto = PROTO_SOCKS5;
+			c->state = ST_SOCKS_GREETING;
+		} else if (b >= 'A' && b <= 'Z') {
+			c->state = ST_HTTP_HEAD;
+		} else {
+			c->proto = PROTO_NONE;
+			conn_report(c, PROXY_EVENT_DENIED, "request",
+				    "unknown protocol (not HTTP or SOCKS5)");
+			return conn_close(c, "request", NULL);
+		}
+	}
+	if (c->state == ST_HTTP_HEAD) {
+		size_t end = http_head_end(c->up.data + c->up.start, buf_len(&c->up));
+
+		if (end > limit || (end == 0 && buf_len(&c->up) >= limit))
+			return http_refuse(c, 431, "request", "request head too large");
+		if (end > 0)
+			return http_handle_head(c, end);
+		return conn_update(c);
+	}
+	socks_handle(c);
+}
+
+/* Move what can be moved now; returns false when c was closed. */
+static bool splice_step(struct conn *c, int fd, uint32_t revents)
+{
+	bool client = fd == c->cfd;
+	struct buf *in = client ? &c->up : &c->down;  /* filled from fd */
+	struct buf *out = client ? &c->down : &c->up; /* drained into fd */
+	int other = client ? c->ufd : c->cfd;
+	bool *eof = client ? &c->c_eof : &c->u_eof;
+	const char *side = client ? "client" : "upstream";
+	ssize_t n;
+
+	if (revents & EPOLLERR) {
+		int error = 0;
+		socklen_t len = sizeof(error);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) < 0 || error == 0)
+			error = EPIPE;
+		conn_close_errno(c, side, error);
+		return false;
+	}
+	if ((revents & (EPOLLIN | EPOLLHUP)) && !*eof && buf_room(in) > 0) {
+		n = read_into(fd, in);
+		if (n == 0)
+			*eof = true;
+		else if (n > 0) {
+			c->last_active = now_usec();
+			/* Forward at once rather than after another round of epoll. */
+			n = write_from(other, in);
+			if (n > 0)
+				*(client ? &c->bytes_up : &c->bytes_down) += (uint64_t)n;
+			else if (n < 0 && n != -EAGAIN) {
+				conn_close_errno(c, client ? "upstream" : "client", (int)-n);
+				return false;
+			}
+		} else if (n != -EAGAIN) {
+			conn_close_errno(c, side, (int)-n);
+			return false;
+		}
+	}
+	if (revents & EPOLLOUT) {
+		n = write_from(fd, out);
+		if (n > 0) {
+			c->last_active = now_usec();
+			*(client ? &c->bytes_down : &c->bytes_up) += (uint64_t)n;
+		} else if (n < 0 && n != -EAGAIN) {
+			conn_close_errno(c, side, (int)-n);
+			return false;
+		}
+	}
+
+	/* Pass on a half-close once everything before it has been delivered. */
+	if (c->c_eof && buf_len(&c->up) == 0 && !c->u_shut) {
+		(void)shutdown(c->ufd, SHUT_WR);
+		c->u_shut = true;
+	}
+	if (c->u_eof && buf_len(&c->down) == 0 && !c->c_shut) {
+		(void)shutdown(c->cfd, SHUT_WR);
+		c->c_shut = true;
+	}
+	if (c->c_shut && c->u_shut) {
+		conn_close(c, "eof", "both sides finished");
+		return false;
+	}
+	return true;
+}
+
+static int conn_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct conn *c = userdata;
+	ssize_t n;
+
+	switch (c->state) {
+	case ST_SNIFF:
+	case ST_HTTP_HEAD:
+	case ST_SOCKS_GREETING:
+	case ST_SOCKS_REQUEST:
+		if (revents & EPOLLOUT) {
+			n = write_from(c->cfd, &c->down);
+			if (n < 0 && n != -EAGAIN)
+				return conn_close_errno(c, "client", (int)-n), 0;
+		}
+		if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			conn_read_request(c);
+		else
+			conn_update(c);
+		return 0;
+	case ST_RESOLVING:
+	case ST_CONNECTING:
+		/* The client is not read meanwhile: only EPOLLHUP/EPOLLERR come from it. */
+		if (fd == c->cfd) {
+			if (revents & (EPOLLHUP | EPOLLERR))
+				return conn_close(c, "error", "the client went away during set-up"),
+				       0;
+			return 0;
+		}
+		upstream_check_connect(c);
+		return 0;
+	case ST_SPLICE:
+		if (splice_step(c, fd, revents))
+			conn_update(c);
+		return 0;
+	case ST_REFUSING:
+		n = write_from(c->cfd, &c->down);
+		if (n < 0 && n != -EAGAIN)
+			return conn_close(c, "refused", NULL), 0;
+		if (buf_len(&c->down) == 0) {
+			(void)shutdown(c->cfd, SHUT_WR);
+			c->state = ST_DRAINING;
+		}
+		conn_update(c);
+		return 0;
+	case ST_DRAINING: {
+		uint8_t sink[4096];
+
+		n = read(c->cfd, sink, sizeof(sink));
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return conn_close(c, "refused", NULL), 0;
+		return 0;
+	}
+	}
+	return 0;
+}
+
+/* ---- listener ----------------------------------------------------------------------------- */
+
+static void conn_new(struct proxy_listener *l, int fd)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	int r, one = 1;
+
+	if (!c || buf_alloc(&c->up, l->limits.buffer_size) < 0) {
+		if (c)
+			free(c);
+		safe_close(fd);
+		return;
+	}
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->l = l;
+	c->id = ++l->next_id;
+	c->cfd = fd;
+	c->ufd = -1;
+	c->started = c->last_active = now_usec();
+	c->rules = proxy_rules_ref(l->rules);
+	c->next = l->conns;
+	if (l->conns)
+		l->conns->prev = c;
+	l->conns = c;
+	l->n_conns++;
+	r = event_add_io(l->loop, fd, EPOLLIN, conn_io, c, &c->csrc);
+	if (r < 0)
+		return conn_close(c, "error", "epoll");
+	c->cev = EPOLLIN;
+}
+
+static int listener_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct proxy_listener *l = userdata;
+
+	for (unsigned i = 0; i < ACCEPT_BATCH; i++) {
+		int cfd;
+
+		if (l->n_conns >= l->limits.max_connections) {
+			/* The backlog holds the rest until a connection ends. */
+			if (event_source_set_events(l->src, 0) >= 0)
+				l->accept_paused = true;
+			return 0;
+		}
+		cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				/* Out of fds: pause until the sweep timer, not spin. */
+				if (event_source_set_events(l->src, 0) >= 0)
+					l->accept_paused = true;
+				return -errno;
+			}
+			return 0; /* EAGAIN, ECONNABORTED, … */
+		}
+		conn_new(l, cfd);
+	}
+	return 0;
+}
+
+static int listener_sweep(struct event_source *s, void *userdata)
+{
+	struct proxy_listener *l = userdata;
+	uint64_t now = now_usec();
+	char reason[128];
+
+	for (struct conn *c = l->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->state == ST_SPLICE) {
+			if (now - c->last_active >= l->limits.idle_timeout_usec) {
+				(void)snprintf(reason, sizeof(reason), "no data for %llu ms",
+					       (unsigned long long)(l->limits.idle_timeout_usec /
+								    1000ULL));
+				conn_close(c, "idle", reason);
+			}
+		} else if (c->state == ST_REFUSING || c->state == ST_DRAINING) {
+			if (now >= c->drain_until)
+				conn_close(c, "refused", NULL);
+		} else if (now - c->started >= l->limits.setup_timeout_usec) {
+			(void)snprintf(
+				reason, sizeof(reason), "the request was not set up within %llu ms",
+				(unsigned long long)(l->limits.setup_timeout_usec / 1000ULL));
+			if (c->state == ST_RESOLVING || c->state == ST_CONNECTING)
+				refuse(c, 504, SOCKS_TTL_EXPIRED, "timeout", reason);
+			else
+				conn_close(c, "timeout", reason);
+		}
+	}
+	listener_resume_accept(l);
+	return 0;
+}
+
+int proxy_listener_new(struct event_loop *loop, int listen_fd, struct proxy_rules *rules,
+		       const struct proxy_limits *limits, proxy_event_fn audit, void *userdata,
+		       struct proxy_listener **ret)
+{
+	struct proxy_listener *l;
+	uint64_t sweep;
+	int r;
+
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		safe_close(listen_fd);
+		return -ENOMEM;
+	}
+	l->loop = loop;
+	l->fd = listen_fd;
+	l->rules = proxy_rules_ref(rules);
+	l->audit = audit;
+	l->userdata = userdata;
+	if (limits)
+		l->limits = *limits;
+	else
+		proxy_limits_default(&l->limits);
+	if (l->limits.max_connections == 0 || l->limits.buffer_size < 512 ||
+	    l->limits.idle_timeout_usec == 0 || l->limits.setup_timeout_usec == 0) {
+		r = -EINVAL;
+		goto fail;
+	}
+	r = fd_set_nonblock(listen_fd, true);
+	if (r < 0)
+		goto fail;
+	r = event_add_io(loop, listen_fd, EPOLLIN, listener_io, l, &l->src);
+	if (r < 0)
+		goto fail;
+	sweep = l->limits.idle_timeout_usec < l->limits.setup_timeout_usec
+			? l->limits.idle_timeout_usec
+			: l->limits.setup_timeout_usec;
+	sweep /= 4;
+	sweep = sweep < SWEEP_MIN_USEC	 ? SWEEP_MIN_USEC
+		: sweep > SWEEP_MAX_USEC ? SWEEP_MAX_USEC
+					 : sweep;
+	r = event_add_timer(loop, sweep, true, listener_sweep, l, &l->sweep);
+	if (r < 0)
+		goto fail;
+	*ret = l;
+	return 0;
+fail:
+	proxy_listener_free(l);
+	return r;
+}
+
+void proxy_listener_update_rules(struct proxy_listener *l, struct proxy_rules *rules)
+{
+	proxy_rules_ref(rules);
+	proxy_rules_unref(l->rules);
+	l->rules = rules;
+}
+
+const struct proxy_rules *proxy_listener_rules(const struct proxy_listener *l)
+{
+	return l->rules;
+}
+
+unsigned proxy_listener_connections(const struct proxy_listener *l)
+{
+	return l->n_conns;
+}
+
+struct proxy_listener *proxy_listener_free(struct proxy_listener *l)
+{
+	if (!l)
+		return NULL;
+	event_source_free(l->src);
+	l->src = NULL;
+	event_source_free(l->sweep);
+	while (l->conns)
+		conn_close(l->conns, "shutdown", "the sandbox's proxy was stopped");
+	proxy_resolver_free(l->resolver);
+	safe_close(l->fd);
+	proxy_rules_unref(l->rules);
+	free(l);
+	return NULL;
+}
