@@ -373,3 +373,90 @@ int cli_cmd_controller(struct cli *cli, int argc, char **argv)
 	log_error_errno(errno, "cannot run \"%s\": %m", bin);
 	return CLI_EXIT_UNAVAILABLE;
 }
+
+int cli_cmd_backend(struct cli *cli, int argc, char **argv)
+{
+	static const char usage_text[] =
+		"Usage: cordon backend list [--json]\n"
+		"       cordon backend activate REF [--set ID=VALUE]...\n\n"
+		"list: every backend (builtin:auto, builtin:host, pack:ID:KIND), its descriptor and\n"
+		"claims, and which one serves new processes.\n"
+		"activate: switch new processes to REF, atomically; running processes stay with the\n"
+		"launcher that created them. A failure leaves the current backend active.\n";
+	_cleanup_json_ json_t *result = NULL, *settings = json_object();
+	const char *sub;
+	int i, r;
+
+	i = OPTS_OR_RETURN(cli, argc, argv, usage_text);
+	if (i >= argc) {
+		fprintf(stderr, "%s", usage_text);
+		return CLI_EXIT_USAGE;
+	}
+	sub = argv[i++];
+	if (streq(sub, "list")) {
+		json_t *b;
+		size_t k;
+
+		if (i != argc) {
+			fprintf(stderr, "%s", usage_text);
+			return CLI_EXIT_USAGE;
+		}
+		r = call_simple(cli, "backend.list", json_object(), &result, "backend list");
+		if (r != CLI_EXIT_OK)
+			return r;
+		if (cli->json) {
+			cli_print_json(result);
+			return CLI_EXIT_OK;
+		}
+		printf("%-3s %-28s %-10s %s\n", "", "BACKEND", "ISOLATION", "NAME");
+		json_array_foreach (json_object_get(result, "backends"), k, b) {
+			json_t *d = json_object_get(b, "descriptor");
+
+			printf("%-3s %-28s %-10s %s\n", json_is_true(json_object_get(b, "active")) ? "*" : "",
+			       json_string_value(json_object_get(b, "ref")),
+			       json_string_value(
+				       json_object_get(json_object_get(d, "claims"), "isolation")),
+			       json_string_value(json_object_get(d, "name")));
+		}
+		return CLI_EXIT_OK;
+	}
+	if (streq(sub, "activate")) {
+		const char *ref;
+
+		if (i >= argc) {
+			fprintf(stderr, "%s", usage_text);
+			return CLI_EXIT_USAGE;
+		}
+		ref = argv[i++];
+		for (; i < argc; i++) {
+			const char *eq;
+
+			if (!streq(argv[i], "--set") || i + 1 >= argc ||
+			    !(eq = strchr(argv[i + 1], '=')) || eq == argv[i + 1]) {
+				fprintf(stderr, "cordon: expected --set ID=VALUE\n%s", usage_text);
+				return CLI_EXIT_USAGE;
+			}
+			i++;
+			{
+				_cleanup_free_ char *id = strndup(argv[i], (size_t)(eq - argv[i]));
+
+				/* Values are strings here; the controller checks them against the
+				 * descriptor's types. */
+				json_object_set_new(settings, id, json_string(eq + 1));
+			}
+		}
+		r = call_simple(cli, "backend.activate",
+				json_pack("{s:s,s:O}", "backend", ref, "settings", settings), &result,
+				"backend activate");
+		if (r != CLI_EXIT_OK)
+			return r;
+		if (cli->json)
+			cli_print_json(result);
+		else
+			printf("%s is active (%s)\n", json_string_value(json_object_get(result, "active")),
+			       json_string_value(json_object_get(result, "launcher")));
+		return CLI_EXIT_OK;
+	}
+	fprintf(stderr, "cordon: unknown backend command \"%s\"\n%s", sub, usage_text);
+	return CLI_EXIT_USAGE;
+}

@@ -23,3 +23,7 @@ EXTRA_DIST += \
 man_MANS += docs/man/cordon.1
 TESTS += tests/integration/man-cordon.sh
 EXTRA_DIST += docs/man/cordon.1 tests/integration/man-cordon.sh
+TESTS += tests/integration/controller-backend.sh
+EXTRA_DIST += \
+	tests/integration/controller-backend.sh \
+	tests/integration/controller-backend.py

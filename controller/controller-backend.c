@@ -26,6 +26,8 @@
 #include "common/system.h"
 #include "common/util.h"
 #include "controller/controller-backend.h"
+#include "controller/backend-descriptor.h"
+#include "controller/backend-settings.h"
 #include "controller/controller.h"
 #include "ipc/ipc-json.h"
 
@@ -64,19 +66,29 @@ struct dispose_retry {
 	unsigned attempts;
 };
 
-static int on_dispose_retry(struct event_source *s, void *userdata)
+/* Dispose and free an instance nobody holds any more. Runs from its own timer, never from inside
+ * the instance's callbacks (its last process may end inside its own exit report). */
+static int on_dispose(struct event_source *s, void *userdata)
 {
 	struct dispose_retry *dr = userdata;
 	struct backend_instance *bi = dr->bi;
 	int r = bi->ops->dispose(bi);
 
-	if (r < 0 && ++dr->attempts < 10) {
-		log_warning_errno(r, "cleanup of %s failed again (attempt %u): %m", bi->name,
-				  dr->attempts + 1);
-		return 0; /* periodic timer: try again */
-	}
-	if (r < 0)
+	if (r < 0) {
+		/* Step 7's failure rule: the new activation stands; warn and retry in the
+		 * background. */
+		if (dr->attempts == 0)
+			controller_event(bi->ctl, "backend-cleanup-failed",
+					 json_pack("{s:s,s:s}", "launcher", bi->name, "error",
+						   strerror(-r)));
+		if (++dr->attempts < 10) {
+			log_warning_errno(r, "cleanup of %s failed (attempt %u); retrying: %m",
+					  bi->name, dr->attempts);
+			(void)event_timer_set(dr->timer, DISPOSE_RETRY_USEC, false);
+			return 0;
+		}
 		log_error_errno(r, "giving up the cleanup of %s: %m", bi->name);
+	}
 	controller_event(bi->ctl, "backend-disposed",
 			 json_pack("{s:s,s:b,s:i}", "launcher", bi->name, "ok", r >= 0, "attempts",
 				   (int)dr->attempts + 1));
@@ -89,30 +101,19 @@ static int on_dispose_retry(struct event_source *s, void *userdata)
 
 void backend_instance_unref(struct backend_instance *bi)
 {
-	int r;
+	struct dispose_retry *dr;
 
 	if (!bi || --bi->refs > 0)
 		return;
-	/* Step 7: the last process of a replaced instance ended (or it never served). */
-	r = bi->ops->dispose(bi);
-	if (r < 0) {
-		struct dispose_retry *dr = calloc(1, sizeof(*dr));
-
-		log_warning_errno(r, "cleanup of %s failed; retrying in the background: %m",
-				  bi->name);
-		controller_event(bi->ctl, "backend-cleanup-failed",
-				 json_pack("{s:s,s:s}", "launcher", bi->name, "error",
-					   strerror(-r)));
-		if (dr) {
-			dr->bi = bi;
-			if (event_add_timer(bi->ctl->loop, DISPOSE_RETRY_USEC, true, on_dispose_retry,
-					    dr, &dr->timer) >= 0)
-				return;
-			free(dr);
-		}
-	} else
-		controller_event(bi->ctl, "backend-disposed",
-				 json_pack("{s:s,s:b}", "launcher", bi->name, "ok", true));
+	dr = calloc(1, sizeof(*dr));
+	if (dr) {
+		dr->bi = bi;
+		if (event_add_timer(bi->ctl->loop, 1, false, on_dispose, dr, &dr->timer) >= 0)
+			return;
+		free(dr);
+	}
+	/* No timer: dispose here (only reached when out of memory). */
+	(void)bi->ops->dispose(bi);
 	bi->ops->free(bi);
 	free(bi);
 }
@@ -144,6 +145,7 @@ struct activation {
 	activation_done_cb done;
 	void *ud;
 	int step;
+	bool persist; /* false at start-up: the selection on disk is what we are restoring */
 };
 
 static const char *const step_names[] = { "", "validate", "resolve-secrets", "configure",
@@ -224,7 +226,7 @@ static void activation_run(struct activation *a)
 		activation_run(a);
 		return;
 	case 7: /* persist; on failure swap back */
-		r = controller_backend_persist(c, a->ref, a->settings);
+		r = a->persist ? controller_backend_persist(c, a->ref, a->settings) : 0;
 		if (r < 0) {
 			c->active = a->old;
 			a->old = NULL;
@@ -246,8 +248,9 @@ static void activation_run(struct activation *a)
 }
 
 int controller_backend_activate(struct controller *c, const char *ref, json_t *settings,
-				bool explicit_request, activation_done_cb done, void *ud)
+				unsigned flags, activation_done_cb done, void *ud)
 {
+	bool explicit_request = flags & ACTIVATE_EXPLICIT;
 	const struct backend_ops *ops = controller_backend_find(c, ref);
 	struct activation *a, **tail;
 
@@ -273,6 +276,7 @@ int controller_backend_activate(struct controller *c, const char *ref, json_t *s
 	a->settings = settings ? json_incref(settings) : json_object();
 	a->done = done;
 	a->ud = ud;
+	a->persist = !(flags & ACTIVATE_NO_PERSIST);
 	for (tail = &c->activations; *tail; tail = &(*tail)->next)
 		;
 	*tail = a;
@@ -289,7 +293,7 @@ void controller_backend_lost(struct controller *c, struct backend_instance *bi)
 		/* Re-establish a confined launcher; until then spawns fail cleanly. */
 		c->active = NULL;
 		backend_instance_unref(bi);
-		(void)controller_backend_activate(c, "builtin:auto", NULL, false, NULL, NULL);
+		(void)controller_backend_activate(c, "builtin:auto", NULL, 0, NULL, NULL);
 	}
 }
 
@@ -310,6 +314,7 @@ void controller_backends_stop(struct controller *c)
 {
 	if (c->active)
 		backend_instance_unref(TAKE_PTR(c->active));
+	backend_settings_store_free(TAKE_PTR(c->settings));
 }
 
 /* Start-up: the persisted selection, else (or when it cannot be established) builtin:auto. */
@@ -325,13 +330,24 @@ static void startup_done(struct controller *c, int r, const char *step, const ch
 
 int controller_backends_start(struct controller *c)
 {
-	_cleanup_free_ char *saved = NULL;
+	_cleanup_free_ char *saved = NULL, *aside = NULL;
 	_cleanup_json_ json_t *settings = NULL;
+	struct field_error fe = { 0 };
 	int state = 0, r;
+
+	r = backend_settings_store_open(c->state_dir, &c->settings, &aside, &fe);
+	if (r < 0)
+		log_warning_errno(r, "cannot open the backend settings in \"%s\": %s; settings will not "
+				     "persist", c->state_dir, fe.reason);
+	else if (aside)
+		log_warning("the backend settings file was corrupt (%s); kept aside as \"%s\"",
+			    fe.reason, aside);
 
 	r = controller_backend_load_selection(c, &saved, &settings);
 	if (r >= 0 && saved && !streq(saved, "builtin:auto")) {
-		r = controller_backend_activate(c, saved, settings, true, startup_done, &state);
+		r = controller_backend_activate(c, saved, settings,
+						ACTIVATE_EXPLICIT | ACTIVATE_NO_PERSIST, startup_done,
+						&state);
 		while (r >= 0 && state == 0)
 			if (event_loop_run_once(c->loop, 1000) < 0)
 				break;
@@ -339,7 +355,8 @@ int controller_backends_start(struct controller *c)
 			return 0;
 	}
 	state = 0;
-	r = controller_backend_activate(c, "builtin:auto", NULL, false, startup_done, &state);
+	r = controller_backend_activate(c, "builtin:auto", NULL, ACTIVATE_NO_PERSIST, startup_done,
+					&state);
 	while (r >= 0 && state == 0)
 		if (event_loop_run_once(c->loop, 1000) < 0)
 			break;
@@ -373,56 +390,61 @@ int controller_backend_validate_settings(struct controller *c, const struct back
 	return 0;
 }
 
-static int selection_path(struct controller *c, char **ret)
-{
-	*ret = strdup_printf("%s/active.json", c->state_dir);
-	return *ret ? 0 : -ENOMEM;
-}
-
+/*
+ * Step 6: the candidate's settings under its source-qualified key, then the selection, each an
+ * atomic replace (controller/backend-settings.c). builtin:host is written only because it was
+ * explicitly activated; reading it back never yields it (see controller_backend_load_selection).
+ */
 int controller_backend_persist(struct controller *c, const char *ref, json_t *settings)
 {
-	_cleanup_free_ char *path = NULL, *text = NULL;
-	_cleanup_json_ json_t *doc = NULL;
+	struct backend_active a = { 0 };
+	struct field_error fe = { 0 };
 	int r;
 
 	if (c->fail_persist) /* test hook: CORDON_TEST_FAIL_PERSIST */
 		return -EIO;
-	r = selection_path(c, &path);
+	if (!c->settings)
+		return -ENODEV;
+	r = backend_ref_parse(ref, &a.ref);
 	if (r < 0)
 		return r;
-	doc = json_pack("{s:s,s:O?}", "backend", ref, "settings", settings);
-	text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	if (!text)
-		return -ENOMEM;
-	return write_file_atomic(path, text, strlen(text), 0600);
+	r = backend_settings_store_put(c->settings, &a.ref, settings ? settings : json_object(),
+				       &fe);
+	if (r < 0)
+		return log_warning_errno(r, "cannot save the settings of %s: %s", ref, fe.reason);
+	a.generation = ++c->generation;
+	r = backend_active_save(c->settings, &a, true);
+	if (r < 0)
+		return log_warning_errno(r, "cannot save the active selection: %m");
+	return 0;
 }
 
 int controller_backend_load_selection(struct controller *c, char **ret_ref, json_t **ret_settings)
 {
-	_cleanup_free_ char *path = NULL, *text = NULL;
-	_cleanup_json_ json_t *doc = NULL;
-	const char *ref;
+	struct backend_active a = { 0 };
+	struct field_error fe = { 0 };
+	char text[BACKEND_REF_TEXT_MAX];
 	int r;
 
 	*ret_ref = NULL;
 	*ret_settings = NULL;
-	r = selection_path(c, &path);
+	if (!c->settings)
+		return 0;
+	/* Never unconfined from disk: a saved builtin:host reads back as builtin:auto. */
+	r = backend_active_load(c->settings, false, &a, &fe);
 	if (r < 0)
 		return r;
-	r = read_full_file(path, 1U << 20, &text, NULL);
-	if (r == -ENOENT)
-		return 0;
+	if (r == BACKEND_ACTIVE_FALLBACK)
+		log_warning("the saved selection is unusable (%s); using builtin:auto", fe.reason);
+	c->generation = a.generation;
+	r = backend_ref_format(&a.ref, text, sizeof(text));
 	if (r < 0)
 		return r;
-	doc = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
-	ref = json_string_value(json_object_get(doc, "backend"));
-	if (!ref) {
-		log_warning("\"%s\" is not a valid selection; using builtin:auto", path);
-		return 0;
-	}
-	*ret_ref = strdup(ref);
-	*ret_settings = json_incref(json_object_get(doc, "settings"));
-	return *ret_ref ? 0 : -ENOMEM;
+	*ret_ref = strdup(text);
+	if (!*ret_ref)
+		return -ENOMEM;
+	(void)backend_settings_store_get(c->settings, &a.ref, ret_settings);
+	return 0;
 }
 
 /* ------------------------------------------------------------------------- client methods */
@@ -504,7 +526,7 @@ int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *
 		return -ENOMEM;
 	ar->cl = cl;
 	ar->id = json_incref(id);
-	r = controller_backend_activate(cl->ctl, ref, settings, true, activate_done, ar);
+	r = controller_backend_activate(cl->ctl, ref, settings, ACTIVATE_EXPLICIT, activate_done, ar);
 	if (r < 0) {
 		json_decref(ar->id);
 		free(ar);

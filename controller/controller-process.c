@@ -238,6 +238,9 @@ static void process_maybe_finish(struct process *p)
 	p->finished = true;
 	p->end_usec = now_usec();
 	stdin_close(p);
+	/* The launcher instance is no longer needed by this process: a replaced instance is
+	 * disposed once its last process got here (SPEC §5 step 7). */
+	backend_instance_unref(TAKE_PTR(p->bi));
 
 	if (p->on_done) {
 		_cleanup_json_ json_t *res = process_result(p, true);

@@ -47,6 +47,8 @@ struct controller {
 	struct backend_instance *active;  /* serves new processes (controller-backend.c) */
 	struct activation *activations;   /* the running activation, then the queued ones */
 	bool fail_persist;                /* test hook: persisting the selection fails */
+	struct backend_settings_store *settings; /* settings.json and active.json */
+	unsigned long long generation;    /* of the persisted selection */
 	json_t *early_exits;              /* exit reports that overtook their spawn answer */
 	char *state_dir;
 	int events_log_fd;
@@ -155,9 +157,12 @@ struct backend_ops;
 struct backend_instance;
 typedef void (*activation_done_cb)(struct controller *c, int r, const char *step,
 				   const char *message, const char *launcher, void *ud);
-/* Queue an activation of ref with candidate settings (serialized; completes through done). */
+/* Queue an activation of ref with candidate settings (serialized; completes through done).
+ * ACTIVATE_EXPLICIT: a person asked for it (the only way to builtin:host); ACTIVATE_NO_PERSIST:
+ * restoring the saved selection at start-up. */
+enum { ACTIVATE_EXPLICIT = 1 << 0, ACTIVATE_NO_PERSIST = 1 << 1 };
 int controller_backend_activate(struct controller *c, const char *ref, json_t *settings,
-				bool explicit_request, activation_done_cb done, void *ud);
+				unsigned flags, activation_done_cb done, void *ud);
 int controller_backends_start(struct controller *c);
 void controller_backends_stop(struct controller *c);
 const struct backend_ops *controller_backend_find(struct controller *c, const char *ref);

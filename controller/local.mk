@@ -22,9 +22,9 @@ cordon_controller_SOURCES = \
 	%reldir%/controller-backend-auto.c \
 	%reldir%/controller-backend-host.c \
 	%reldir%/controller-doctor.c
-cordon_controller_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSECCOMP_CFLAGS)
-cordon_controller_LDADD = libproxy.a libctl_launcher.a libpolicy_compile.a libpolicy.a libipc.a \
-	libcommon.a $(JANSSON_LIBS) $(LIBSECCOMP_LIBS)
+cordon_controller_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSECCOMP_CFLAGS) $(LIBSODIUM_CFLAGS)
+cordon_controller_LDADD = libproxy.a libctl_launcher.a libbackend.a libpolicy_compile.a libpolicy.a libipc.a \
+	libcommon.a $(JANSSON_LIBS) $(LIBSECCOMP_LIBS) $(LIBSODIUM_LIBS)
 
 ## --- allowed-domains proxy (issue 6): network mode "proxy", docs/NETWORK.md ----------------
 ## The engine the controller serves a sandbox's proxy listener with; jansson and libcommon only.

@@ -1,0 +1,168 @@
+# The activation transaction through raw JSON-RPC: hot swaps keep running processes with the
+# launcher that made them, the old launcher is disposed after its last process, unconfined is
+# refused, a persistence failure leaves both the runtime and the saved selection unchanged, and
+# spawns keep working while activations flip. Run by controller-backend.sh.
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
+from rpc import Conn, Tap  # noqa: E402
+
+CORDON = os.path.join(os.environ["top_builddir"], "cordon")
+RUN = os.environ["XDG_RUNTIME_DIR"]
+STATE = os.path.join(os.environ["XDG_STATE_HOME"], "cordon")
+SOCK = os.path.join(RUN, "cordon", "controller.sock")
+WORK = os.environ["WORK"]
+t = Tap()
+
+
+def base(**kw):
+    p = {"callerCwd": WORK, "env": ["PATH=/usr/bin:/bin"]}
+    p.update(kw)
+    return p
+
+
+def active(c):
+    r = c.call("backend.list", {})
+    return r["result"]["active"], [b.get("launcher") for b in r["result"]["backends"] if b["active"]][0]
+
+
+def saved():
+    try:
+        with open(os.path.join(STATE, "active.json")) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def start_controller(extra_env=None):
+    env = dict(os.environ)
+    env.update(extra_env or {})
+    subprocess.run([CORDON, "ps"], capture_output=True, check=True, env=env)
+    with open(SOCK + ".lock") as f:
+        return int(f.readline())
+
+
+def stop_controller(pid):
+    os.kill(pid, 15)
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+
+
+ctl = start_controller()
+c = Conn(SOCK)
+ref, first = active(c)
+t.ok(ref == "builtin:auto" and first.startswith("builtin:auto#"), "builtin:auto serves at start (%s)" % first)
+
+# A process started before the swap stays with its launcher.
+r = c.call("process.spawn", base(argv=["/bin/sleep", "1000"], stdio={"stdin": "null", "stdout": "null", "stderr": "null"}))
+old_pid = r["result"]["processId"]
+t.ok(r["result"]["launcher"] == first, "a process records the launcher that created it")
+r = c.call("backend.activate", {"backend": "builtin:auto"})
+second = r.get("result", {}).get("launcher")
+t.ok(second and second != first, "activation swaps in a new instance (%s)" % second, r)
+t.ok(json.loads(saved() or "{}").get("backend") == "builtin:auto", "the selection is saved")
+r = c.call("process.exec", base(argv=["/bin/true"]))
+t.ok(r["result"]["launcher"] == second, "new processes use the new launcher", r)
+r = c.call("process.list", {})
+old = [p for p in r["result"]["processes"] if p["processId"] == old_pid][0]
+t.ok(old["state"] == "running" and old["launcher"] == first, "the running process stays with the old one", old)
+e = Conn(SOCK)
+e.call("events.subscribe", {"follow": True})
+c.call("process.signal", {"processId": old_pid, "signal": 9})
+c.call("process.wait", {"processId": old_pid})
+disposed = False
+deadline = time.time() + 10
+while time.time() < deadline and not disposed:
+    m = e.read_msg(timeout=10)
+    if m and m.get("method") == "event" and m["params"]["type"] == "backend-disposed":
+        disposed = m["params"]["launcher"] == first
+t.ok(disposed, "the old launcher is disposed when its last process ends")
+e.close()
+
+# Never unconfined: builtin:host needs the floor's hostMode (the default floor says no).
+before = saved()
+r = c.call("backend.activate", {"backend": "builtin:host"})
+t.ok(r.get("error", {}).get("code") == -32001, "builtin:host is refused by the default floor", r)
+t.ok(active(c)[1] == second and saved() == before, "…and nothing changed, at runtime or on disk")
+
+# Bad settings fail at step 1, changing nothing.
+r = c.call("backend.activate", {"backend": "builtin:auto", "settings": {"nope": 1}})
+t.ok(r.get("error", {}).get("data", {}).get("field") == "settings.nope" and active(c)[1] == second,
+     "unknown settings are refused by name; the active launcher stays", r)
+r = c.call("backend.activate", {"backend": "pack:org.example.none:x"})
+t.ok(r.get("error", {}).get("code") == -32003, "an unknown backend is not found", r)
+
+# Spawns never fail while activations flip.
+failures, launchers, done = [], set(), threading.Event()
+
+
+def spawner():
+    k = Conn(SOCK)
+    for i in range(200):
+        r = k.call("process.exec", base(argv=["/bin/true"]))
+        if "result" not in r or r["result"].get("exitCode") != 0:
+            failures.append(r)
+        else:
+            launchers.add(r["result"]["launcher"])
+    k.close()
+    done.set()
+
+
+th = threading.Thread(target=spawner)
+th.start()
+flips = 0
+a = Conn(SOCK)
+while not done.is_set():
+    r = a.call("backend.activate", {"backend": "builtin:auto"}, timeout=60)
+    if "result" in r:
+        flips += 1
+th.join(120)
+t.ok(failures == [] and flips >= 2, "200 spawns during %d activations: %d failed" % (flips, len(failures)), failures[:3])
+t.ok(len(launchers) >= 2, "the spawns were served by %d launcher instances" % len(launchers))
+time.sleep(0.5)
+out = subprocess.run(["ps", "-e", "-o", "ppid=,args="], capture_output=True, text=True).stdout
+launcherds = [l for l in out.splitlines() if "cordon-launcherd" in l and l.split()[0] == str(ctl)]
+t.ok(len(launcherds) == 1, "only the active launcher is left running", launcherds)
+a.close()
+c.close()
+stop_controller(ctl)
+
+# A persistence failure swaps back: runtime and disk keep the previous selection.
+ctl = start_controller({"CORDON_TEST_FAIL_PERSIST": "1"})
+c = Conn(SOCK)
+ref, cur = active(c)
+before = saved()
+r = c.call("backend.activate", {"backend": "builtin:auto"})
+t.ok(r.get("error", {}).get("data", {}).get("step") == "persist", "a failed save fails the activation at persist", r)
+t.ok(active(c)[1] == cur and saved() == before, "…and the previous launcher stays active, the saved file untouched")
+r = c.call("process.exec", base(argv=["/bin/echo", "ok"]))
+t.ok(r.get("result", {}).get("stdout") == "ok\n" and r["result"]["launcher"] == cur, "spawns go on with it", r)
+c.close()
+stop_controller(ctl)
+
+# A torn selection file never decodes to anything unconfined.
+with open(os.path.join(STATE, "active.json"), "w") as f:
+    f.write('{"backend":"builtin:ho')
+ctl = start_controller()
+c = Conn(SOCK)
+t.ok(active(c)[0] == "builtin:auto", "a torn active.json starts builtin:auto")
+c.close()
+with open(os.path.join(STATE, "active.json"), "w") as f:
+    f.write('{"backend":"builtin:host","generation":9}')
+os.chmod(os.path.join(STATE, "active.json"), 0o600)
+stop_controller(ctl)
+ctl = start_controller()
+c = Conn(SOCK)
+t.ok(active(c)[0] == "builtin:auto", "a saved builtin:host is never restored at start")
+c.close()
+
+sys.exit(t.done())
