@@ -83,7 +83,8 @@ int main(int argc, char **argv)
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "bench-exec: cannot connect to %s: %m (start it: cordon ps)\n", path);
+		fprintf(stderr, "bench-exec: cannot connect to %s: %m (start it: cordon ps)\n",
+			path);
 		return 1;
 	}
 	if (jsonrpc_conn_new(fd, &conn) < 0)
@@ -108,7 +109,8 @@ int main(int argc, char **argv)
 		}
 		t1 = now_us() - t0;
 		if (!json_object_get(msg, "result") ||
-		    json_integer_value(json_object_get(json_object_get(msg, "result"), "exitCode"))) {
+		    json_integer_value(
+			    json_object_get(json_object_get(msg, "result"), "exitCode"))) {
 			char *s = json_dumps(msg, 0);
 
 			fprintf(stderr, "bench-exec: exec failed: %s\n", s);

@@ -100,7 +100,8 @@ int main(int argc, char **argv)
 		else if (strcmp(argv[i], "-w") == 0 && i + 1 < argc)
 			warmup = strtoul(argv[++i], NULL, 10);
 		else {
-			fprintf(stderr, "usage: bench-paired [-n ROUNDS] [-w WARMUP] ::: NAME CMD… ::: …\n");
+			fprintf(stderr,
+				"usage: bench-paired [-n ROUNDS] [-w WARMUP] ::: NAME CMD… ::: …\n");
 			return 2;
 		}
 	}
@@ -142,8 +143,8 @@ int main(int argc, char **argv)
 		for (size_t r = 0; r < rounds; r++)
 			ratios[r] = cmds[k].samples[r] / cmds[0].samples[r];
 		printf("%-14s %10.0f %10.0f %14.2f\n", cmds[k].name,
-		       quantile(cmds[k].samples, rounds, 0.5), quantile(cmds[k].samples, rounds, 0.9),
-		       quantile(ratios, rounds, 0.5));
+		       quantile(cmds[k].samples, rounds, 0.5),
+		       quantile(cmds[k].samples, rounds, 0.9), quantile(ratios, rounds, 0.5));
 		free(ratios);
 	}
 	return 0;

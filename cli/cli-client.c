@@ -133,9 +133,10 @@ int cli_connect(struct cli *cli)
 	if (fd == -ENOENT || fd == -ECONNREFUSED) {
 		r = start_controller(cli->socket ? path : NULL);
 		if (r == -ECHILD)
-			return log_error_errno(r, "cordon-controller exited before it was ready; its "
-						  "log is ~/.local/state/cordon/controller.log (or "
-						  "run 'cordon controller' to see why)");
+			return log_error_errno(r,
+					       "cordon-controller exited before it was ready; its "
+					       "log is ~/.local/state/cordon/controller.log (or "
+					       "run 'cordon controller' to see why)");
 		if (r < 0)
 			return log_error_errno(r, "could not start cordon-controller: %m");
 		fd = connect_unix(path);

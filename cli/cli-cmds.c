@@ -44,12 +44,12 @@ static int simple_opts(struct cli *cli, int argc, char **argv, const char *usage
 	return optind;
 }
 
-#define OPTS_OR_RETURN(cli, argc, argv, text)                                                     \
-	({                                                                                        \
-		int _o = simple_opts(cli, argc, argv, text);                                      \
-		if (_o < 0)                                                                       \
-			return _o == -CLI_EXIT_OK - 1000 ? CLI_EXIT_OK : -_o;                     \
-		_o;                                                                               \
+#define OPTS_OR_RETURN(cli, argc, argv, text)                                 \
+	({                                                                    \
+		int _o = simple_opts(cli, argc, argv, text);                  \
+		if (_o < 0)                                                   \
+			return _o == -CLI_EXIT_OK - 1000 ? CLI_EXIT_OK : -_o; \
+		_o;                                                           \
 	})
 
 /* Connect, call, report an error; on success *ret holds the result. */
@@ -78,8 +78,9 @@ int cli_cmd_ps(struct cli *cli, int argc, char **argv)
 	size_t i;
 	int r;
 
-	(void)OPTS_OR_RETURN(cli, argc, argv,
-			     "Usage: cordon ps [--json]\n\nList this user's sandboxed processes.\n");
+	(void)OPTS_OR_RETURN(
+		cli, argc, argv,
+		"Usage: cordon ps [--json]\n\nList this user's sandboxed processes.\n");
 	r = call_simple(cli, "process.list", json_object(), &result, "ps");
 	if (r != CLI_EXIT_OK)
 		return r;
@@ -89,15 +90,16 @@ int cli_cmd_ps(struct cli *cli, int argc, char **argv)
 	}
 	procs = json_object_get(result, "processes");
 	printf("%-12s %-8s %-8s %-16s %s\n", "ID", "STATE", "PID", "LAUNCHER", "COMMAND");
-	json_array_foreach (procs, i, p) {
+	json_array_foreach(procs, i, p) {
 		json_t *argvj = json_object_get(p, "argv"), *a;
 		size_t k;
 
-		printf("%-12s %-8s %-8lld %-16s", json_string_value(json_object_get(p, "processId")),
+		printf("%-12s %-8s %-8lld %-16s",
+		       json_string_value(json_object_get(p, "processId")),
 		       json_string_value(json_object_get(p, "state")),
 		       (long long)json_integer_value(json_object_get(p, "pid")),
 		       json_string_value(json_object_get(p, "launcher")));
-		json_array_foreach (argvj, k, a)
+		json_array_foreach(argvj, k, a)
 			printf(" %s", json_string_value(a));
 		putchar('\n');
 	}
@@ -159,8 +161,8 @@ int cli_cmd_kill(struct cli *cli, int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	return call_simple(cli, "process.signal",
-			   json_pack("{s:s,s:i}", "processId", argv[optind], "signal", sig), &result,
-			   "kill");
+			   json_pack("{s:s,s:i}", "processId", argv[optind], "signal", sig),
+			   &result, "kill");
 }
 
 int cli_cmd_wait(struct cli *cli, int argc, char **argv)
@@ -234,7 +236,7 @@ int cli_cmd_events(struct cli *cli, int argc, char **argv)
 		return cli_report_error(error, "events");
 	if (r < 0)
 		return CLI_EXIT_UNAVAILABLE;
-	json_array_foreach (json_object_get(result, "events"), i, e)
+	json_array_foreach(json_object_get(result, "events"), i, e)
 		print_event(e, "event", NULL);
 	if (!follow)
 		return CLI_EXIT_OK;
@@ -278,7 +280,7 @@ int cli_cmd_doctor(struct cli *cli, int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	checks = json_object_get(result, "checks");
-	json_array_foreach (checks, i, ck) {
+	json_array_foreach(checks, i, ck) {
 		const char *hint = json_string_value(json_object_get(ck, "hint"));
 
 		printf("%-4s %-28s %s\n", json_is_true(json_object_get(ck, "ok")) ? "ok" : "--",
@@ -338,7 +340,8 @@ int cli_cmd_policy(struct cli *cli, int argc, char **argv)
 			json_object_set_new(params, "callerCwd", json_string(cwd));
 	}
 	r = call_simple(cli, streq(sub, "check") ? "policy.check" : "policy.explain",
-			json_incref(params), &result, streq(sub, "check") ? "policy check" : "policy explain");
+			json_incref(params), &result,
+			streq(sub, "check") ? "policy check" : "policy explain");
 	if (r != CLI_EXIT_OK)
 		return r;
 	if (cli->json)
@@ -409,10 +412,11 @@ int cli_cmd_backend(struct cli *cli, int argc, char **argv)
 			return CLI_EXIT_OK;
 		}
 		printf("%-3s %-28s %-10s %s\n", "", "BACKEND", "ISOLATION", "NAME");
-		json_array_foreach (json_object_get(result, "backends"), k, b) {
+		json_array_foreach(json_object_get(result, "backends"), k, b) {
 			json_t *d = json_object_get(b, "descriptor");
 
-			printf("%-3s %-28s %-10s %s\n", json_is_true(json_object_get(b, "active")) ? "*" : "",
+			printf("%-3s %-28s %-10s %s\n",
+			       json_is_true(json_object_get(b, "active")) ? "*" : "",
 			       json_string_value(json_object_get(b, "ref")),
 			       json_string_value(
 				       json_object_get(json_object_get(d, "claims"), "isolation")),
@@ -446,14 +450,15 @@ int cli_cmd_backend(struct cli *cli, int argc, char **argv)
 			}
 		}
 		r = call_simple(cli, "backend.activate",
-				json_pack("{s:s,s:O}", "backend", ref, "settings", settings), &result,
-				"backend activate");
+				json_pack("{s:s,s:O}", "backend", ref, "settings", settings),
+				&result, "backend activate");
 		if (r != CLI_EXIT_OK)
 			return r;
 		if (cli->json)
 			cli_print_json(result);
 		else
-			printf("%s is active (%s)\n", json_string_value(json_object_get(result, "active")),
+			printf("%s is active (%s)\n",
+			       json_string_value(json_object_get(result, "active")),
 			       json_string_value(json_object_get(result, "launcher")));
 		return CLI_EXIT_OK;
 	}

@@ -37,13 +37,11 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{}
-	};
+	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+					      { "socket", required_argument, NULL, 's' },
+					      { "help", no_argument, NULL, 'h' },
+					      { "version", no_argument, NULL, 'V' },
+					      {} };
 	struct cli cli = { 0 };
 	const char *cmd;
 	int c, r;

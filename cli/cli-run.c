@@ -197,8 +197,9 @@ static int wait_forwarding_signals(struct cli *cli, struct run_state *st)
 			_cleanup_json_ json_t *req = NULL;
 
 			req = jsonrpc_request_new(++cli->next_id, "process.signal",
-						  json_pack("{s:s,s:i}", "processId", st->process_id,
-							    "signal", (int)si.ssi_signo));
+						  json_pack("{s:s,s:i}", "processId",
+							    st->process_id, "signal",
+							    (int)si.ssi_signo));
 			if (req)
 				(void)jsonrpc_conn_send_wait(cli->conn, req, NULL, 0);
 		}
@@ -277,7 +278,8 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 		{}
 	};
 	_cleanup_json_ json_t *patch = json_object(), *params = json_object(), *policy = NULL;
-	_cleanup_json_ json_t *result = NULL, *error = NULL, *cmd = json_array(), *env = json_array();
+	_cleanup_json_ json_t *result = NULL, *error = NULL, *cmd = json_array(),
+			      *env = json_array();
 	_cleanup_free_ char *cwd = NULL;
 	const char *cwd_in = NULL;
 	struct run_state st = { 0 };
@@ -299,8 +301,8 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 			json_decref(policy);
 			policy = json_load_file(optarg, JSON_REJECT_DUPLICATES, &je);
 			if (!policy) {
-				fprintf(stderr, "cordon: policy \"%s\": line %d column %d: %s\n", optarg,
-					je.line, je.column, je.text);
+				fprintf(stderr, "cordon: policy \"%s\": line %d column %d: %s\n",
+					optarg, je.line, je.column, je.text);
 				return CLI_EXIT_POLICY;
 			}
 			break;
@@ -340,7 +342,8 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 			    !streq(optarg, "proxy") && !streq(optarg, "host"))
 				return usage_error("--net must be none, loopback, proxy or host",
 						   optarg);
-			json_object_set_new(patch_obj(patch, "network"), "mode", json_string(optarg));
+			json_object_set_new(patch_obj(patch, "network"), "mode",
+					    json_string(optarg));
 			break;
 		case OPT_ALLOW_DOMAIN:
 		case OPT_DENY_DOMAIN:
@@ -431,8 +434,8 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 	if (capture) {
 		json_t *out, *err;
 
-		r = cli_call(cli, "process.exec", json_incref(params), NULL, 0, &result, &error, NULL,
-			     NULL);
+		r = cli_call(cli, "process.exec", json_incref(params), NULL, 0, &result, &error,
+			     NULL, NULL);
 		if (r == -EREMOTEIO)
 			return cli_report_error(error, "exec");
 		if (r < 0)
@@ -444,13 +447,16 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 		out = json_object_get(result, "stdout");
 		err = json_object_get(result, "stderr");
 		if (json_is_string(out))
-			(void)loop_write(STDOUT_FILENO, json_string_value(out), json_string_length(out));
+			(void)loop_write(STDOUT_FILENO, json_string_value(out),
+					 json_string_length(out));
 		if (json_is_string(err))
-			(void)loop_write(STDERR_FILENO, json_string_value(err), json_string_length(err));
+			(void)loop_write(STDERR_FILENO, json_string_value(err),
+					 json_string_length(err));
 		if (json_is_true(json_object_get(result, "stdoutTruncated")) ||
 		    json_is_true(json_object_get(result, "stderrTruncated")))
 			fprintf(stderr, "cordon: output truncated at %lld bytes per stream\n",
-				(long long)json_integer_value(json_object_get(result, "maxOutputBytes")));
+				(long long)json_integer_value(
+					json_object_get(result, "maxOutputBytes")));
 		print_exit_note(result);
 		return exit_status_of(result);
 	}
@@ -464,8 +470,9 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 					      "stderr", "null"));
 		json_object_set_new(params, "detached", json_true());
 	} else
-		json_object_set_new(params, "stdio", json_pack("{s:i,s:i,s:i}", "stdin", 0,
-							       "stdout", 1, "stderr", 2));
+		json_object_set_new(params, "stdio",
+				    json_pack("{s:i,s:i,s:i}", "stdin", 0, "stdout", 1, "stderr",
+					      2));
 	{
 		sigset_t mask;
 

@@ -18,20 +18,20 @@
  */
 enum {
 	CLI_EXIT_OK = 0,
-	CLI_EXIT_FAILURE = 1,         /* a non-run command failed (e.g. no such process) */
-	CLI_EXIT_POLICY = 120,        /* the policy is invalid, widens its parent, or the floor refuses */
-	CLI_EXIT_SETUP = 121,         /* the sandbox could not be built */
-	CLI_EXIT_UNAVAILABLE = 122,   /* the controller or launcher cannot be reached or started */
-	CLI_EXIT_LIMIT = 123,         /* a ceiling was reached (processes, memory) before start */
-	CLI_EXIT_TIMEOUT = 124,       /* the command ran past its wall-clock limit */
-	CLI_EXIT_USAGE = 125,         /* bad command line */
-	CLI_EXIT_CANNOT_EXECUTE = 126,/* the program exists but could not be executed */
-	CLI_EXIT_NOT_FOUND = 127,     /* the program was not found inside the sandbox */
+	CLI_EXIT_FAILURE = 1,  /* a non-run command failed (e.g. no such process) */
+	CLI_EXIT_POLICY = 120, /* the policy is invalid, widens its parent, or the floor refuses */
+	CLI_EXIT_SETUP = 121,  /* the sandbox could not be built */
+	CLI_EXIT_UNAVAILABLE = 122,    /* the controller or launcher cannot be reached or started */
+	CLI_EXIT_LIMIT = 123,	       /* a ceiling was reached (processes, memory) before start */
+	CLI_EXIT_TIMEOUT = 124,	       /* the command ran past its wall-clock limit */
+	CLI_EXIT_USAGE = 125,	       /* bad command line */
+	CLI_EXIT_CANNOT_EXECUTE = 126, /* the program exists but could not be executed */
+	CLI_EXIT_NOT_FOUND = 127,      /* the program was not found inside the sandbox */
 };
 
 struct cli {
-	bool json;           /* --json: machine-readable output */
-	const char *socket;  /* --socket: controller socket path override */
+	bool json;	    /* --json: machine-readable output */
+	const char *socket; /* --socket: controller socket path override */
 	struct jsonrpc_conn *conn;
 	json_int_t next_id;
 };

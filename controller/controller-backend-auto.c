@@ -35,23 +35,23 @@ struct auto_data {
 
 static json_t *auto_descriptor(const struct backend_ops *ops)
 {
-	return json_pack("{s:s,s:s,s:s,s:{s:[]},s:{s:[s],s:s,s:[s,s,s,s]}}", "kind", "auto",
-			 "name", "Automatic OS sandbox",
-			 "description",
-			 "The best lightweight sandbox this host offers: namespaces, Landlock, seccomp "
-			 "and cgroups through cordon-launcherd (privileged or user mode).",
-			 "settings", "fields", "claims", "platforms", "linux", "isolation",
-			 "namespace", "enforces", "filesystem", "network", "limits", "syscalls");
+	return json_pack(
+		"{s:s,s:s,s:s,s:{s:[]},s:{s:[s],s:s,s:[s,s,s,s]}}", "kind", "auto", "name",
+		"Automatic OS sandbox", "description",
+		"The best lightweight sandbox this host offers: namespaces, Landlock, seccomp "
+		"and cgroups through cordon-launcherd (privileged or user mode).",
+		"settings", "fields", "claims", "platforms", "linux", "isolation", "namespace",
+		"enforces", "filesystem", "network", "limits", "syscalls");
 }
 
 static void on_exit_report(struct ctl_launcher *l, const struct ctl_launcher_exit *e, void *ud)
 {
 	struct backend_instance *bi = ud;
-	_cleanup_json_ json_t *j = json_pack(
-		"{s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox", e->sandbox, "pid", (int)e->pid,
-		"exitCode", e->exit_code, "signal", e->signal, "reason", e->reason, "durationUsec",
-		(json_int_t)e->duration_usec, "limits", "pids", e->limit_pids, "memory",
-		e->limit_memory);
+	_cleanup_json_ json_t *j = json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox",
+					     e->sandbox, "pid", (int)e->pid, "exitCode",
+					     e->exit_code, "signal", e->signal, "reason", e->reason,
+					     "durationUsec", (json_int_t)e->duration_usec, "limits",
+					     "pids", e->limit_pids, "memory", e->limit_memory);
 
 	if (j)
 		controller_process_exited_on(bi->ctl, bi, e->sandbox, j);
@@ -98,8 +98,10 @@ static void auto_prepare(struct backend_instance *bi, backend_done_cb done, void
 	if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
 		r = ctl_launcher_connect(sock, &d->l);
 		if (r < 0)
-			log_warning_errno(r, "cannot connect to the system launcher \"%s\": %m; "
-					     "trying user mode", sock);
+			log_warning_errno(r,
+					  "cannot connect to the system launcher \"%s\": %m; "
+					  "trying user mode",
+					  sock);
 	}
 	if (!d->l) {
 		const char *bin = getenv("CORDON_LAUNCHERD");
@@ -115,8 +117,9 @@ static void auto_prepare(struct backend_instance *bi, backend_done_cb done, void
 		}
 		r = ctl_launcher_start_user_mode(bin, getenv("CORDON_LAUNCHERD_FLOOR"), &d->l);
 		if (r < 0) {
-			(void)snprintf(msg, sizeof(msg), "cannot start a user-mode launcher \"%s\": %s",
-				       bin, strerror(-r));
+			(void)snprintf(msg, sizeof(msg),
+				       "cannot start a user-mode launcher \"%s\": %s", bin,
+				       strerror(-r));
 			done(bi, r, msg, ud);
 			return;
 		}

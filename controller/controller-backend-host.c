@@ -47,12 +47,13 @@ struct host_data {
 
 static json_t *host_descriptor(const struct backend_ops *ops)
 {
-	return json_pack("{s:s,s:s,s:s,s:{s:[]},s:{s:[s],s:s,s:[]}}", "kind", "host", "name",
-			 "Host (unconfined)", "description",
-			 "Runs commands directly on the host, without any sandbox. Only for policies "
-			 "with hostExecution and hosts whose admin floor allows host mode.",
-			 "settings", "fields", "claims", "platforms", "linux", "isolation", "none",
-			 "enforces");
+	return json_pack(
+		"{s:s,s:s,s:s,s:{s:[]},s:{s:[s],s:s,s:[]}}", "kind", "host", "name",
+		"Host (unconfined)", "description",
+		"Runs commands directly on the host, without any sandbox. Only for policies "
+		"with hostExecution and hosts whose admin floor allows host mode.",
+		"settings", "fields", "claims", "platforms", "linux", "isolation", "none",
+		"enforces");
 }
 
 static void done_ok(struct backend_instance *bi, backend_done_cb done, void *ud)
@@ -106,9 +107,11 @@ static int on_child(struct event_source *s, int fd, uint32_t revents, void *user
 	exit = json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox", ch->sandbox, "pid",
 			 (int)ch->pid, "exitCode", sig ? 0 : si.si_status, "signal",
 			 sig ? si.si_status : 0, "reason",
-			 ch->killed ? "killed" : sig ? "signaled" : "exited", "durationUsec",
-			 (json_int_t)(now_usec() - ch->start_usec), "limits", "pids", false, "memory",
-			 false);
+			 ch->killed ? "killed"
+			 : sig	    ? "signaled"
+				    : "exited",
+			 "durationUsec", (json_int_t)(now_usec() - ch->start_usec), "limits",
+			 "pids", false, "memory", false);
 	{
 		char sandbox[32];
 

@@ -148,8 +148,9 @@ struct activation {
 	bool persist; /* false at start-up: the selection on disk is what we are restoring */
 };
 
-static const char *const step_names[] = { "", "validate", "resolve-secrets", "configure",
-					  "prepare", "probe", "swap", "persist", "dispose" };
+static const char *const step_names[] = { "",	       "validate", "resolve-secrets",
+					  "configure", "prepare",  "probe",
+					  "swap",      "persist",  "dispose" };
 
 static void activation_run(struct activation *a);
 
@@ -230,8 +231,9 @@ static void activation_run(struct activation *a)
 		if (r < 0) {
 			c->active = a->old;
 			a->old = NULL;
-			activation_finish(a, r, "cannot save the selection; the previous backend "
-						"stays active");
+			activation_finish(a, r,
+					  "cannot save the selection; the previous backend "
+					  "stays active");
 			return;
 		}
 		activation_run(a);
@@ -337,8 +339,11 @@ int controller_backends_start(struct controller *c)
 
 	r = backend_settings_store_open(c->state_dir, &c->settings, &aside, &fe);
 	if (r < 0)
-		log_warning_errno(r, "cannot open the backend settings in \"%s\": %s; settings will not "
-				     "persist", c->state_dir, fe.reason);
+		log_warning_errno(
+			r,
+			"cannot open the backend settings in \"%s\": %s; settings will not "
+			"persist",
+			c->state_dir, fe.reason);
 	else if (aside)
 		log_warning("the backend settings file was corrupt (%s); kept aside as \"%s\"",
 			    fe.reason, aside);
@@ -346,8 +351,8 @@ int controller_backends_start(struct controller *c)
 	r = controller_backend_load_selection(c, &saved, &settings);
 	if (r >= 0 && saved && !streq(saved, "builtin:auto")) {
 		r = controller_backend_activate(c, saved, settings,
-						ACTIVATE_EXPLICIT | ACTIVATE_NO_PERSIST, startup_done,
-						&state);
+						ACTIVATE_EXPLICIT | ACTIVATE_NO_PERSIST,
+						startup_done, &state);
 		while (r >= 0 && state == 0)
 			if (event_loop_run_once(c->loop, 1000) < 0)
 				break;
@@ -375,12 +380,12 @@ int controller_backend_validate_settings(struct controller *c, const struct back
 
 	if (settings && !json_is_object(settings))
 		return field_error_set(fe, -EINVAL, "", "settings", "expected an object");
-	json_object_foreach (settings, key, v) {
+	json_object_foreach(settings, key, v) {
 		json_t *f;
 		size_t i;
 		bool known = false;
 
-		json_array_foreach (fields, i, f)
+		json_array_foreach(fields, i, f)
 			if (streq_ptr(json_string_value(json_object_get(f, "id")), key))
 				known = true;
 		if (!known)
@@ -461,11 +466,11 @@ int method_backend_list(struct client *cl, json_t *id, json_t *params, int *fds,
 
 		(void)snprintf(ref, sizeof(ref), "%s:%s", ops->source, ops->kind);
 		active = c->active && streq(c->active->ref, ref);
-		json_array_append_new(
-			list, json_pack("{s:s,s:{s:s,s:s},s:o,s:b,s:b,s:s?}", "ref", ref, "backend",
-					"source", ops->source, "kind", ops->kind, "descriptor",
-					ops->descriptor(ops), "confined", ops->confined, "active",
-					active, "launcher", active ? c->active->name : NULL));
+		json_array_append_new(list, json_pack("{s:s,s:{s:s,s:s},s:o,s:b,s:b,s:s?}", "ref",
+						      ref, "backend", "source", ops->source, "kind",
+						      ops->kind, "descriptor", ops->descriptor(ops),
+						      "confined", ops->confined, "active", active,
+						      "launcher", active ? c->active->name : NULL));
 	}
 	return client_reply(cl, id,
 			    json_pack("{s:o,s:s?}", "backends", list, "active",
@@ -517,8 +522,8 @@ int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *
 	if (!controller_backend_find(cl->ctl, ref))
 		return client_reply_error(cl, id, CORDON_ERR_NOT_FOUND, "no such backend",
 					  json_pack("{s:s}", "backend", ref));
-	r = controller_backend_validate_settings(cl->ctl, controller_backend_find(cl->ctl, ref), ref,
-						 settings, &fe);
+	r = controller_backend_validate_settings(cl->ctl, controller_backend_find(cl->ctl, ref),
+						 ref, settings, &fe);
 	if (r < 0)
 		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
 	ar = calloc(1, sizeof(*ar));
@@ -526,7 +531,8 @@ int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *
 		return -ENOMEM;
 	ar->cl = cl;
 	ar->id = json_incref(id);
-	r = controller_backend_activate(cl->ctl, ref, settings, ACTIVATE_EXPLICIT, activate_done, ar);
+	r = controller_backend_activate(cl->ctl, ref, settings, ACTIVATE_EXPLICIT, activate_done,
+					ar);
 	if (r < 0) {
 		json_decref(ar->id);
 		free(ar);

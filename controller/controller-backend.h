@@ -20,8 +20,7 @@ struct controller;
 struct backend_instance;
 
 /* Completion of configure/prepare/probe/dispose: r < 0 failed, message says why. */
-typedef void (*backend_done_cb)(struct backend_instance *bi, int r, const char *message,
-				void *ud);
+typedef void (*backend_done_cb)(struct backend_instance *bi, int r, const char *message, void *ud);
 /* Completion of a spawn: sandbox and pidfd (the callee closes pidfd) or a launcher error. */
 typedef void (*backend_spawn_cb)(struct backend_instance *bi, const char *sandbox, int pidfd,
 				 pid_t pid, json_t *error, void *ud);
@@ -29,7 +28,7 @@ typedef void (*backend_spawn_cb)(struct backend_instance *bi, const char *sandbo
 struct backend_ops {
 	const char *source; /* "builtin" or "pack" */
 	const char *kind;
-	bool confined;      /* false only for builtin:host: never chosen implicitly */
+	bool confined; /* false only for builtin:host: never chosen implicitly */
 	/* The descriptor (name, description, settings.fields, claims): data only. */
 	json_t *(*descriptor)(const struct backend_ops *ops);
 	/* Activation steps 3 and 4 (SPEC §5), each completing exactly once through done. */
@@ -50,11 +49,11 @@ struct backend_ops {
 struct backend_instance {
 	struct controller *ctl;
 	const struct backend_ops *ops;
-	char ref[160];  /* "builtin:auto" */
+	char ref[160];	/* "builtin:auto" */
 	char name[192]; /* "builtin:auto#3" */
-	unsigned refs;  /* the active selection holds one; every live process one */
+	unsigned refs;	/* the active selection holds one; every live process one */
 	bool disposed;
-	void *data;     /* the backend's own state */
+	void *data; /* the backend's own state */
 };
 
 /* controller-backend.c */

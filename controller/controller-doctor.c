@@ -108,7 +108,10 @@ int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, 
 		const char *cg = json_string_value(json_object_get(hello, "cgroup"));
 
 		(void)snprintf(detail, sizeof(detail), "%s%s; launcher uses: %s",
-			       v2 ? "v2 unified" : hybrid ? "v1+v2 hybrid" : v1 ? "v1" : "none",
+			       v2	? "v2 unified"
+			       : hybrid ? "v1+v2 hybrid"
+			       : v1	? "v1"
+					: "none",
 			       v1 && !v2 ? " (pids, memory)" : "", cg ? cg : "?");
 		check(checks, "cgroups", (v2 || v1) && cg && !streq(cg, "none"), detail,
 		      "limits need the launcher in privileged mode or a delegated cgroup v2 subtree "
@@ -121,8 +124,8 @@ int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, 
 
 	{
 		const char *dh = getenv("DOCKER_HOST");
-		const char *sock = !isempty(dh) && startswith(dh, "unix://") ? dh + 7
-									    : "/var/run/docker.sock";
+		const char *sock =
+			!isempty(dh) && startswith(dh, "unix://") ? dh + 7 : "/var/run/docker.sock";
 
 		ok = stat(sock, &st) == 0 && S_ISSOCK(st.st_mode);
 		(void)snprintf(detail, sizeof(detail), "%s %s", sock, ok ? "present" : "absent");
@@ -130,6 +133,5 @@ int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, 
 		      "the docker backend needs a Docker-API engine (dockerd or podman)");
 	}
 
-	return client_reply(cl, id,
-			    json_pack("{s:o,s:O?}", "checks", checks, "launcher", hello));
+	return client_reply(cl, id, json_pack("{s:o,s:O?}", "checks", checks, "launcher", hello));
 }

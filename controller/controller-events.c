@@ -76,9 +76,9 @@ void controller_event(struct controller *c, const char *type, json_t *fields)
 		return;
 	(void)clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	(void)snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
-		       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		       ts.tv_nsec / 1000L);
+	(void)snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
+		       tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+		       tm.tm_sec, ts.tv_nsec / 1000L);
 	json_object_set_new(ev, "time", json_string(when));
 	json_object_set_new(ev, "type", json_string(type));
 

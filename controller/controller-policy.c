@@ -54,7 +54,7 @@ static int merge_patch(json_t *base, json_t *patch)
 	const char *key;
 	json_t *v;
 
-	json_object_foreach (patch, key, v) {
+	json_object_foreach(patch, key, v) {
 		json_t *b = json_object_get(base, key);
 
 		if (json_is_object(b) && json_is_object(v)) {

@@ -32,9 +32,9 @@
 #define STDIN_MAX (16U * 1024U * 1024U)
 
 enum stream_mode {
-	STREAM_NULL,   /* /dev/null */
-	STREAM_FD,     /* a client's fd, passed straight to the sandbox */
-	STREAM_PIPE,   /* a pipe the controller reads (exec: captured; spawn: notified) */
+	STREAM_NULL, /* /dev/null */
+	STREAM_FD,   /* a client's fd, passed straight to the sandbox */
+	STREAM_PIPE, /* a pipe the controller reads (exec: captured; spawn: notified) */
 };
 
 struct capture {
@@ -81,12 +81,12 @@ struct process {
 	json_t *exit; /* the launcher's exit report, once it came */
 	struct waiter *waiters;
 	bool finished;
-	char *group; /* the acquired sandbox (sandbox.acquire) it runs in, if any */
+	char *group;		     /* the acquired sandbox (sandbox.acquire) it runs in, if any */
 	struct backend_instance *bi; /* the launcher instance that created it (a reference) */
-	bool starting;               /* the launcher has not answered the spawn yet */
-	json_t *spawn_id;            /* spawn: the request to answer once started */
-	int kill_pending;            /* a signal asked for while starting */
-	json_t *plan;                /* while starting: what to send */
+	bool starting;		     /* the launcher has not answered the spawn yet */
+	json_t *spawn_id;	     /* spawn: the request to answer once started */
+	int kill_pending;	     /* a signal asked for while starting */
+	json_t *plan;		     /* while starting: what to send */
 	int plan_fds[IPC_MAX_FDS];
 	size_t n_plan_fds;
 	/* Internal processes (a sandbox's setup hook): told here instead of a client. */
@@ -174,15 +174,17 @@ static const char *process_state(const struct process *p)
 static json_t *process_result(struct process *p, bool with_output)
 {
 	json_t *r = json_pack("{s:s,s:s,s:s,s:I}", "processId", p->id, "instance",
-			      p->sandbox ? p->sandbox : "", "launcher", p->launcher ? p->launcher : "",
-			      "durationUsec", (json_int_t)(p->end_usec - p->start_usec));
+			      p->sandbox ? p->sandbox : "", "launcher",
+			      p->launcher ? p->launcher : "", "durationUsec",
+			      (json_int_t)(p->end_usec - p->start_usec));
 
 	if (!r)
 		return NULL;
 	if (p->group)
 		json_object_set_new(r, "sandboxId", json_string(p->group));
 	if (p->exit) {
-		static const char *const keep[] = { "exitCode", "signal", "reason", "limits", NULL };
+		static const char *const keep[] = { "exitCode", "signal", "reason", "limits",
+						    NULL };
 
 		for (const char *const *k = keep; *k; k++) {
 			json_t *v = json_object_get(p->exit, *k);
@@ -199,7 +201,8 @@ static json_t *process_result(struct process *p, bool with_output)
 
 			if (utf8_is_valid(cap->buf ? cap->buf : "", cap->len))
 				json_object_set_new(r, cap->name,
-						    json_stringn(cap->buf ? cap->buf : "", cap->len));
+						    json_stringn(cap->buf ? cap->buf : "",
+								 cap->len));
 			else {
 				_cleanup_free_ char *b = base64_encode(cap->buf, cap->len);
 
@@ -458,7 +461,8 @@ static json_t *error_field_obj(int code, const struct field_error *fe)
 		(void)snprintf(msg, sizeof(msg), "%s: %s", fe->field, fe->reason);
 	else
 		(void)snprintf(msg, sizeof(msg), "%s", fe->reason);
-	return error_obj(code, msg, json_pack("{s:s,s:s}", "field", fe->field, "reason", fe->reason));
+	return error_obj(code, msg,
+			 json_pack("{s:s,s:s}", "field", fe->field, "reason", fe->reason));
 }
 
 static int reply_error_obj(struct client *cl, json_t *id, json_t *err)
@@ -517,7 +521,7 @@ struct start_args {
 	bool exec;
 	bool detached;
 	bool pty;
-	int stdio_fd[3];  /* STREAM_FD: the client's fd; else -1 */
+	int stdio_fd[3]; /* STREAM_FD: the client's fd; else -1 */
 	enum stream_mode mode[3];
 	void *stdin_data; /* exec: bytes for stdin */
 	size_t stdin_len;
@@ -551,9 +555,10 @@ static int parse_stdio(json_t *params, int *fds, size_t n_fds, struct start_args
 			json_int_t k = json_integer_value(v);
 
 			if (k < 0 || (size_t)k >= n_fds || fds[k] < 0)
-				return field_error_set(fe, -EINVAL, "params.stdio", names[i],
-						       "names fd %lld, but the message carries %zu fds",
-						       (long long)k, n_fds);
+				return field_error_set(
+					fe, -EINVAL, "params.stdio", names[i],
+					"names fd %lld, but the message carries %zu fds",
+					(long long)k, n_fds);
 			a->mode[i] = STREAM_FD;
 			a->stdio_fd[i] = fds[k];
 		} else if (json_is_string(v) && streq(json_string_value(v), "pipe"))
@@ -574,12 +579,12 @@ static int parse_stdio(json_t *params, int *fds, size_t n_fds, struct start_args
 static int process_create(struct controller *c, struct client *cl, json_t *params, int *fds,
 			  size_t n_fds, bool exec, struct process **ret, json_t **ret_error)
 {
-	static const char *const exec_keys[] = { "policy", "policyPatch", "sandbox", "argv",
-						 "env",	   "callerCwd",	  "cwd",     "stdin",
+	static const char *const exec_keys[] = { "policy",	"policyPatch", "sandbox", "argv",
+						 "env",		"callerCwd",   "cwd",	  "stdin",
 						 "stdinBase64", NULL };
-	static const char *const spawn_keys[] = { "policy", "policyPatch", "sandbox", "argv",
-						  "env",    "callerCwd",   "cwd",     "stdio",
-						  "detached", "pty",	   NULL };
+	static const char *const spawn_keys[] = { "policy",   "policyPatch", "sandbox", "argv",
+						  "env",      "callerCwd",   "cwd",	"stdio",
+						  "detached", "pty",	     NULL };
 	struct ctl_plan plan = { 0 };
 	struct field_error fe = { 0 };
 	struct start_args a = { .exec = exec };
@@ -612,7 +617,8 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 				goto fail;
 			}
 			memcpy(a.stdin_data, text, a.stdin_len);
-		} else if (b64 && base64_decode(b64, strlen(b64), &a.stdin_data, &a.stdin_len) < 0) {
+		} else if (b64 &&
+			   base64_decode(b64, strlen(b64), &a.stdin_data, &a.stdin_len) < 0) {
 			field_error_set(&fe, -EINVAL, "params", "stdinBase64", "not valid base64");
 			goto bad_params;
 		}
@@ -630,8 +636,9 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		    ipc_json_get_bool(params, "pty", false, "params", &a.pty, &fe) < 0)
 			goto bad_params;
 		if (a.pty && json_object_get(params, "stdio")) {
-			field_error_set(&fe, -EINVAL, "params", "pty",
-					"a pty is the process's stdin, stdout and stderr: no stdio");
+			field_error_set(
+				&fe, -EINVAL, "params", "pty",
+				"a pty is the process's stdin, stdout and stderr: no stdio");
 			goto bad_params;
 		}
 	}
@@ -712,9 +719,9 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		json_object_set_new(plan.plan, "dieWithRequester", json_false());
 
 	if (!c->active) {
-		*ret_error = error_obj(CORDON_ERR_BACKEND,
-				       "no launcher is active (an activation is in progress or failed)",
-				       NULL);
+		*ret_error = error_obj(
+			CORDON_ERR_BACKEND,
+			"no launcher is active (an activation is in progress or failed)", NULL);
 		r = -ENODEV;
 		goto out;
 	}
@@ -985,8 +992,9 @@ int method_process_write(struct client *cl, json_t *id, json_t *params, int *fds
 		return client_reply_error(cl, id, CORDON_ERR_NOT_FOUND,
 					  "the process closed its stdin", NULL);
 	}
-	return client_reply(cl, id, json_pack("{s:I,s:I}", "written", (json_int_t)len, "pending",
-					      (json_int_t)p->in_len));
+	return client_reply(cl, id,
+			    json_pack("{s:I,s:I}", "written", (json_int_t)len, "pending",
+				      (json_int_t)p->in_len));
 }
 
 int method_process_close_stdin(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
@@ -1059,8 +1067,8 @@ int method_process_list(struct client *cl, json_t *id, json_t *params, int *fds,
 	for (struct process *p = cl->ctl->processes; p; p = p->next) {
 		json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:i,s:O,s:b}", "processId", p->id, "state",
 				      process_state(p), "instance", p->sandbox, "launcher",
-				      p->launcher, "pid", (int)p->pid, "argv", p->argv,
-				      "detached", p->detached);
+				      p->launcher, "pid", (int)p->pid, "argv", p->argv, "detached",
+				      p->detached);
 
 		if (e && p->finished)
 			json_object_update(e, process_result(p, false));
@@ -1079,7 +1087,7 @@ static void claim_early_exit(struct process *p)
 	json_t *v;
 	size_t i;
 
-	json_array_foreach (c->early_exits, i, v)
+	json_array_foreach(c->early_exits, i, v)
 		if (streq_ptr(json_string_value(json_object_get(v, "launcher")), p->bi->name) &&
 		    streq_ptr(json_string_value(json_object_get(v, "sandbox")), p->sandbox)) {
 			_cleanup_json_ json_t *exit = json_incref(json_object_get(v, "exit"));
@@ -1112,8 +1120,8 @@ void controller_process_exited_on(struct controller *c, struct backend_instance 
 
 void controller_processes_instance_lost(struct controller *c, struct backend_instance *bi)
 {
-	_cleanup_json_ json_t *exit = json_pack("{s:i,s:i,s:s}", "exitCode", 0, "signal", 9,
-						"reason", "launcher-lost");
+	_cleanup_json_ json_t *exit =
+		json_pack("{s:i,s:i,s:s}", "exitCode", 0, "signal", 9, "reason", "launcher-lost");
 
 	for (struct process *p = c->processes, *next; p; p = next) {
 		next = p->next;

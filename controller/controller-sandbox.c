@@ -26,12 +26,12 @@ struct sandbox {
 	struct controller *ctl;
 	char id[32];
 	char *parent;
-	json_t *doc;            /* the effective policy, normalized */
-	struct policy *policy;  /* the same, parsed and resolved */
+	json_t *doc;	       /* the effective policy, normalized */
+	struct policy *policy; /* the same, parsed and resolved */
 	struct client *owner;
 	bool detached;
-	bool ready;             /* setup (if any) succeeded */
-	char *setup_process;    /* the setup hook while it runs */
+	bool ready;		 /* setup (if any) succeeded */
+	char *setup_process;	 /* the setup hook while it runs */
 	struct client *acquirer; /* who waits for the acquire reply */
 	json_t *acquire_id;
 };
@@ -105,9 +105,10 @@ static void setup_done(struct controller *c, const char *process_id, json_t *res
 		return;
 	}
 	if (cl) {
-		json_t *data = json_pack("{s:s,s:s?,s:i,s:O?,s:O?}", "step", "setup", "reason", reason,
-					 "exitCode", code, "stdout", json_object_get(result, "stdout"),
-					 "stderr", json_object_get(result, "stderr"));
+		json_t *data = json_pack("{s:s,s:s?,s:i,s:O?,s:O?}", "step", "setup", "reason",
+					 reason, "exitCode", code, "stdout",
+					 json_object_get(result, "stdout"), "stderr",
+					 json_object_get(result, "stderr"));
 
 		(void)client_reply_error(cl, id, CORDON_ERR_SETUP_FAILED,
 					 "the sandbox's setup command failed", data);
@@ -120,7 +121,7 @@ static void setup_done(struct controller *c, const char *process_id, json_t *res
 
 int method_sandbox_acquire(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
-	static const char *const keys[] = { "policy", "policyPatch", "parent", "setup",
+	static const char *const keys[] = { "policy", "policyPatch", "parent",	 "setup",
 					    "env",    "callerCwd",   "detached", NULL };
 	static const char *const setup_keys[] = { "argv", NULL };
 	struct controller *c = cl->ctl;
@@ -162,10 +163,9 @@ int method_sandbox_acquire(struct client *cl, json_t *id, json_t *params, int *f
 	if (r < 0) {
 		controller_event(c, "policy-refused",
 				 json_pack("{s:s,s:s}", "field", fe.field, "reason", fe.reason));
-		return client_reply_field_error(cl, id,
-						r == -EPERM ? CORDON_ERR_POLICY_REFUSED
-							    : JSONRPC_INVALID_PARAMS,
-						&fe);
+		return client_reply_field_error(
+			cl, id, r == -EPERM ? CORDON_ERR_POLICY_REFUSED : JSONRPC_INVALID_PARAMS,
+			&fe);
 	}
 
 	s = calloc(1, sizeof(*s));
@@ -216,10 +216,11 @@ int method_sandbox_acquire(struct client *cl, json_t *id, json_t *params, int *f
 			json_decref(TAKE_PTR(s->acquire_id));
 			s->acquirer = NULL;
 			sandbox_release(s);
-			return client_reply_error(cl, id, CORDON_ERR_SETUP_FAILED,
-						  err ? json_string_value(json_object_get(err, "message"))
-						      : "the setup command could not start",
-						  data ? json_incref(data) : NULL);
+			return client_reply_error(
+				cl, id, CORDON_ERR_SETUP_FAILED,
+				err ? json_string_value(json_object_get(err, "message"))
+				    : "the setup command could not start",
+				data ? json_incref(data) : NULL);
 		}
 	}
 	return 0;
@@ -254,9 +255,9 @@ int method_sandbox_list(struct client *cl, json_t *id, json_t *params, int *fds,
 	json_t *list = json_array();
 
 	for (struct sandbox *s = cl->ctl->sandboxes; s; s = s->next)
-		json_array_append_new(list, json_pack("{s:s,s:s?,s:b,s:O}", "sandboxId", s->id,
-						      "parent", s->parent, "ready", s->ready,
-						      "policy", s->doc));
+		json_array_append_new(list,
+				      json_pack("{s:s,s:s?,s:b,s:O}", "sandboxId", s->id, "parent",
+						s->parent, "ready", s->ready, "policy", s->doc));
 	return client_reply(cl, id, json_pack("{s:o}", "sandboxes", list));
 }
 

@@ -192,14 +192,15 @@ static int on_client(struct event_source *s, int fd, uint32_t revents, void *use
 		if (r == 0)
 			break;
 		if (r == -EBADMSG) {
-			_cleanup_json_ json_t *m = jsonrpc_error_field_new(NULL, JSONRPC_PARSE_ERROR,
-									   &fe);
+			_cleanup_json_ json_t *m =
+				jsonrpc_error_field_new(NULL, JSONRPC_PARSE_ERROR, &fe);
 			(void)client_send(cl, m, NULL, 0);
 			continue;
 		}
 		if (r < 0) {
-			_cleanup_json_ json_t *m = jsonrpc_error_new(
-				NULL, CORDON_ERR_TOO_LARGE, "message longer than the line limit", NULL);
+			_cleanup_json_ json_t *m =
+				jsonrpc_error_new(NULL, CORDON_ERR_TOO_LARGE,
+						  "message longer than the line limit", NULL);
 			(void)client_send(cl, m, NULL, 0);
 			(void)jsonrpc_conn_flush(cl->conn);
 			cl->closing = true;
@@ -245,8 +246,8 @@ static int on_accept(struct event_source *s, int fd, uint32_t revents, void *use
 			free(cl);
 			return r;
 		}
-		r = event_add_io(c->loop, jsonrpc_conn_fd(cl->conn), EPOLLIN | EPOLLRDHUP, on_client,
-				 cl, &cl->src);
+		r = event_add_io(c->loop, jsonrpc_conn_fd(cl->conn), EPOLLIN | EPOLLRDHUP,
+				 on_client, cl, &cl->src);
 		if (r < 0) {
 			jsonrpc_conn_free(cl->conn);
 			free(cl);

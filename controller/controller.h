@@ -44,12 +44,12 @@ struct controller {
 	struct sandbox *sandboxes;
 	unsigned long long next_sandbox;
 	unsigned long long next_process;
-	struct backend_instance *active;  /* serves new processes (controller-backend.c) */
-	struct activation *activations;   /* the running activation, then the queued ones */
-	bool fail_persist;                /* test hook: persisting the selection fails */
+	struct backend_instance *active;	 /* serves new processes (controller-backend.c) */
+	struct activation *activations;		 /* the running activation, then the queued ones */
+	bool fail_persist;			 /* test hook: persisting the selection fails */
 	struct backend_settings_store *settings; /* settings.json and active.json */
-	unsigned long long generation;    /* of the persisted selection */
-	json_t *early_exits;              /* exit reports that overtook their spawn answer */
+	unsigned long long generation;		 /* of the persisted selection */
+	json_t *early_exits;			 /* exit reports that overtook their spawn answer */
 	char *state_dir;
 	int events_log_fd;
 	json_t *events_ring; /* recent events, newest last */
@@ -160,7 +160,10 @@ typedef void (*activation_done_cb)(struct controller *c, int r, const char *step
 /* Queue an activation of ref with candidate settings (serialized; completes through done).
  * ACTIVATE_EXPLICIT: a person asked for it (the only way to builtin:host); ACTIVATE_NO_PERSIST:
  * restoring the saved selection at start-up. */
-enum { ACTIVATE_EXPLICIT = 1 << 0, ACTIVATE_NO_PERSIST = 1 << 1 };
+enum {
+	ACTIVATE_EXPLICIT = 1 << 0,
+	ACTIVATE_NO_PERSIST = 1 << 1
+};
 int controller_backend_activate(struct controller *c, const char *ref, json_t *settings,
 				unsigned flags, activation_done_cb done, void *ud);
 int controller_backends_start(struct controller *c);
@@ -169,8 +172,7 @@ const struct backend_ops *controller_backend_find(struct controller *c, const ch
 int controller_backend_validate_settings(struct controller *c, const struct backend_ops *ops,
 					 const char *ref, json_t *settings, struct field_error *fe);
 int controller_backend_persist(struct controller *c, const char *ref, json_t *settings);
-int controller_backend_load_selection(struct controller *c, char **ret_ref,
-				      json_t **ret_settings);
+int controller_backend_load_selection(struct controller *c, char **ret_ref, json_t **ret_settings);
 /* An instance's launcher went away: its processes are gone; re-establish auto if active. */
 void controller_backend_lost(struct controller *c, struct backend_instance *bi);
 void controller_processes_instance_lost(struct controller *c, struct backend_instance *bi);
@@ -182,4 +184,3 @@ int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *
 json_t *controller_launcher_hello(struct controller *c);
 /* Which launcher instance serves new processes, e.g. "builtin:auto#1". */
 const char *controller_launcher_name(struct controller *c);
-

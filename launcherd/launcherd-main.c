@@ -406,7 +406,9 @@ int main(int argc, char **argv)
 	log_info("%s mode, Landlock ABI %d, cgroup %s, %s%s",
 		 d->mode == LAUNCHERD_PRIVILEGED ? "privileged" : "user", d->landlock_abi,
 		 cgroup_kind_to_string(d->cgroup.kind), d->single ? "fd " : "",
-		 d->single ? "(single connection)" : activated ? "(socket-activated)" : socket_path);
+		 d->single   ? "(single connection)"
+		 : activated ? "(socket-activated)"
+			     : socket_path);
 
 	r = event_loop_run(d->loop);
 	netns_pool_stop(&d->netns_pool);

@@ -357,8 +357,7 @@ static void make_id(char *buf, size_t size)
 
 /* The user's supplementary groups are looked up once per connection (launcherd-dispatch.c). */
 int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds, size_t n_fds,
-		  struct seccomp_program *plan_filter, json_t *unenforced,
-		  const char **reterr_step)
+		  struct seccomp_program *plan_filter, json_t *unenforced, const char **reterr_step)
 {
 	struct launcherd *d = c->d;
 	_cleanup_free_ struct sandbox *s = NULL;
