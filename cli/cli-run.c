@@ -347,13 +347,27 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 			break;
 		case OPT_ALLOW_DOMAIN:
 		case OPT_DENY_DOMAIN:
-		case OPT_RESOLVE:
 			json_array_append_new(patch_arr(patch_obj(patch, "network"),
-							c == OPT_ALLOW_DOMAIN  ? "allowDomains"
-							: c == OPT_DENY_DOMAIN ? "denyDomains"
-									       : "resolve"),
+							c == OPT_ALLOW_DOMAIN ? "allowDomains"
+									      : "denyDomains"),
 					      json_string(optarg));
 			break;
+		case OPT_RESOLVE: {
+			/* curl's HOST:PORT:ADDRESS (the pin holds for every port of HOST), or the
+			 * policy's own HOST=ADDRESS. */
+			const char *c1 = strchr(optarg, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+			_cleanup_free_ char *pin = NULL;
+
+			if (strchr(optarg, '='))
+				pin = strdup(optarg);
+			else if (c1 && c2 && c1 > optarg && c2[1])
+				pin = strdup_printf("%.*s=%s", (int)(c1 - optarg), optarg, c2 + 1);
+			else
+				return usage_error("--resolve needs HOST:PORT:ADDRESS", optarg);
+			json_array_append_new(patch_arr(patch_obj(patch, "network"), "resolve"),
+					      json_string(pin));
+			break;
+		}
 		case OPT_ENV: {
 			const char *eq = strchr(optarg, '=');
 			json_t *e = patch_obj(patch, "env");

@@ -27,3 +27,5 @@ TESTS += tests/integration/controller-backend.sh
 EXTRA_DIST += \
 	tests/integration/controller-backend.sh \
 	tests/integration/controller-backend.py
+TESTS += tests/integration/proxy-sandbox.sh
+EXTRA_DIST += tests/integration/proxy-sandbox.sh

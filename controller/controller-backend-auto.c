@@ -178,7 +178,7 @@ static pid_t pid_of_pidfd(int pidfd)
 	return 0;
 }
 
-static void auto_spawned(struct ctl_launcher *l, const char *sandbox, int pidfd,
+static void auto_spawned(struct ctl_launcher *l, const char *sandbox, int pidfd, int proxy_fd,
 			 const struct ctl_launcher_error *err, void *userdata)
 {
 	struct auto_spawn *as = userdata;
@@ -187,7 +187,7 @@ static void auto_spawned(struct ctl_launcher *l, const char *sandbox, int pidfd,
 	if (err)
 		e = json_pack("{s:s,s:i,s:s,s:s,s:s}", "code", err->code, "errno", err->error,
 			      "field", err->field, "step", err->step, "message", err->message);
-	as->cb(as->bi, sandbox, pidfd, pidfd >= 0 ? pid_of_pidfd(pidfd) : 0, e, as->ud);
+	as->cb(as->bi, sandbox, pidfd, proxy_fd, pidfd >= 0 ? pid_of_pidfd(pidfd) : 0, e, as->ud);
 	free(as);
 }
 

@@ -202,7 +202,7 @@ static int host_spawn(struct backend_instance *bi, json_t *plan, const int *fds,
 	}
 	ch->next = d->children;
 	d->children = ch;
-	cb(bi, ch->sandbox, fd_dup_cloexec(pidfd, 3), pid, NULL, ud);
+	cb(bi, ch->sandbox, fd_dup_cloexec(pidfd, 3), -1, pid, NULL, ud);
 	return 0;
 }
 

@@ -21,9 +21,10 @@ struct backend_instance;
 
 /* Completion of configure/prepare/probe/dispose: r < 0 failed, message says why. */
 typedef void (*backend_done_cb)(struct backend_instance *bi, int r, const char *message, void *ud);
-/* Completion of a spawn: sandbox and pidfd (the callee closes pidfd) or a launcher error. */
+/* Completion of a spawn: sandbox and pidfd or a launcher error; proxy_fd is the listener in the
+ * sandbox's netns (network "proxy"), else -1. The callee owns both fds. */
 typedef void (*backend_spawn_cb)(struct backend_instance *bi, const char *sandbox, int pidfd,
-				 pid_t pid, json_t *error, void *ud);
+				 int proxy_fd, pid_t pid, json_t *error, void *ud);
 
 struct backend_ops {
 	const char *source; /* "builtin" or "pack" */

@@ -17,6 +17,7 @@
 #include "common/system.h"
 #include "common/util.h"
 #include "controller/controller.h"
+#include "controller/proxy.h"
 #include "ipc/ipc-json.h"
 #include "policy/policy-compile.h"
 #include "policy/policy-default.h"
@@ -33,6 +34,7 @@ void ctl_plan_done(struct ctl_plan *p)
 	close_many(p->fds, p->n_fds);
 	p->n_fds = 0;
 	json_decref(TAKE_PTR(p->plan));
+	p->proxy_rules = proxy_rules_unref(p->proxy_rules);
 }
 
 int ctl_plan_add_fd(struct ctl_plan *p, int fd)
@@ -251,6 +253,13 @@ int controller_compile_request(struct controller *c, json_t *params, struct ctl_
 		}
 	}
 	ret->max_output_bytes = cp->max_output_bytes;
+	if (rc.policy->net.mode == POLICY_NETWORK_PROXY) {
+		r = proxy_rules_from_policy(rc.policy, &ret->proxy_rules);
+		if (r < 0) {
+			r = field_error_set(fe, r, "network", NULL, "cannot build the proxy rules");
+			goto out;
+		}
+	}
 	ret->wall_seconds = rc.policy->limits.wall_seconds;
 out:
 	compiled_plan_free(cp);

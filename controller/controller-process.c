@@ -22,6 +22,7 @@
 #include "common/util.h"
 #include "controller/controller-backend.h"
 #include "controller/controller.h"
+#include "controller/proxy.h"
 #include "ipc/ipc-json.h"
 
 #define ARGV_MAX 4096
@@ -89,6 +90,8 @@ struct process {
 	json_t *plan;		     /* while starting: what to send */
 	int plan_fds[IPC_MAX_FDS];
 	size_t n_plan_fds;
+	struct proxy_rules *proxy_rules; /* network "proxy": the rules, until the listener */
+	struct proxy_listener *proxy;	 /* the controller's proxy serving this sandbox */
 	/* Internal processes (a sandbox's setup hook): told here instead of a client. */
 	void (*on_done)(struct controller *c, const char *process_id, json_t *result, void *ud);
 	void *on_done_ud;
@@ -151,6 +154,8 @@ static void process_free(struct process *p)
 	free(p->group);
 	json_decref(p->spawn_id);
 	json_decref(p->plan);
+	p->proxy = proxy_listener_free(p->proxy);
+	proxy_rules_unref(p->proxy_rules);
 	close_many(p->plan_fds, p->n_plan_fds);
 	backend_instance_unref(p->bi);
 	free(p);
@@ -244,6 +249,7 @@ static void process_maybe_finish(struct process *p)
 	/* The launcher instance is no longer needed by this process: a replaced instance is
 	 * disposed once its last process got here (SPEC §5 step 7). */
 	backend_instance_unref(TAKE_PTR(p->bi));
+	p->proxy = proxy_listener_free(p->proxy);
 
 	if (p->on_done) {
 		_cleanup_json_ json_t *res = process_result(p, true);
@@ -738,6 +744,7 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	p->starting = true;
 	p->pidfd = -1;
 	p->plan = TAKE_PTR(plan.plan);
+	p->proxy_rules = TAKE_PTR(plan.proxy_rules);
 	memcpy(p->plan_fds, plan.fds, plan.n_fds * sizeof(int));
 	p->n_plan_fds = plan.n_fds;
 	plan.n_fds = 0;
@@ -814,8 +821,20 @@ static void process_drop(struct process *p)
 
 static void claim_early_exit(struct process *p);
 
-static void on_spawned(struct backend_instance *bi, const char *sandbox, int pidfd, pid_t pid,
-		       json_t *lerr, void *ud)
+/* Every decision of a sandbox's proxy is an audit event. */
+static void on_net_event(const struct proxy_event *e, void *ud)
+{
+	struct process *p = ud;
+	json_t *f = proxy_event_to_json(e);
+
+	if (!f)
+		return;
+	json_object_set_new(f, "processId", json_string(p->id));
+	controller_event(p->ctl, "net", f);
+}
+
+static void on_spawned(struct backend_instance *bi, const char *sandbox, int pidfd, int proxy_fd,
+		       pid_t pid, json_t *lerr, void *ud)
 {
 	struct process *p = ud;
 	struct controller *c = p->ctl;
@@ -829,6 +848,8 @@ static void on_spawned(struct backend_instance *bi, const char *sandbox, int pid
 
 	if (!sandbox) {
 		_cleanup_json_ json_t *err = launcher_error_obj(lerr, -EIO);
+
+		safe_close(proxy_fd);
 
 		controller_event(c, "spawn-failed",
 				 json_pack("{s:s,s:O,s:O?}", "launcher", bi->name, "argv", p->argv,
@@ -846,6 +867,15 @@ static void on_spawned(struct backend_instance *bi, const char *sandbox, int pid
 	p->sandbox = strdup(sandbox);
 	p->pidfd = pidfd;
 	p->pid = pid;
+	if (proxy_fd >= 0 && p->proxy_rules) {
+		/* Serve the listener launcherd made inside the sandbox's netns. */
+		int r = proxy_listener_new(c->loop, proxy_fd, p->proxy_rules, NULL, on_net_event, p,
+					   &p->proxy);
+
+		if (r < 0)
+			log_warning_errno(r, "cannot serve the proxy of %s: %m", p->id);
+	} else
+		safe_close(proxy_fd);
 	controller_event(c, "spawn",
 			 json_pack("{s:s,s:s,s:s,s:i,s:O,s:b,s:s?}", "processId", p->id, "instance",
 				   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid, "argv",
@@ -1128,7 +1158,7 @@ void controller_processes_instance_lost(struct controller *c, struct backend_ins
 		if (p->bi != bi || p->exit || p->finished)
 			continue;
 		if (p->starting) {
-			on_spawned(bi, NULL, -1, 0, NULL, p); /* drops p */
+			on_spawned(bi, NULL, -1, -1, 0, NULL, p); /* drops p */
 			continue;
 		}
 		p->exit = json_incref(exit);

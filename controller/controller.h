@@ -129,6 +129,7 @@ struct ctl_plan {
 	size_t n_fds;
 	uint64_t max_output_bytes; /* the policy's per-stream capture cap */
 	uint64_t wall_seconds;
+	struct proxy_rules *proxy_rules; /* network "proxy": what the controller's proxy allows */
 };
 void ctl_plan_done(struct ctl_plan *p);
 /* Append fd (duplicated) to the plan's fd list; returns its index or -errno. */

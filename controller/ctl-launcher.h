@@ -48,9 +48,11 @@ struct ctl_launcher_exit {
 
 typedef void (*ctl_launcher_exit_cb)(struct ctl_launcher *l, const struct ctl_launcher_exit *e,
 				     void *userdata);
-/* sandbox/pidfd on success (pidfd is the callee's to close), else err. */
+/* sandbox/pidfd on success, else err. proxy_fd is the listener made in the sandbox's netns for
+ * network "proxy", else -1. Both fds are the callee's to close. */
 typedef void (*ctl_launcher_spawn_cb)(struct ctl_launcher *l, const char *sandbox, int pidfd,
-				      const struct ctl_launcher_error *err, void *userdata);
+				      int proxy_fd, const struct ctl_launcher_error *err,
+				      void *userdata);
 
 /* Connect to a launcherd socket (SOCK_SEQPACKET). */
 int ctl_launcher_connect(const char *path, struct ctl_launcher **ret);

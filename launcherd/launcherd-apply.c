@@ -25,6 +25,7 @@
 
 #include "common/system.h"
 #include "common/util.h"
+#include "ipc/ipc-fdpass.h"
 #include "launcherd/launcherd-apply.h"
 #include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-mount.h"
@@ -268,7 +269,8 @@ _noreturn_ static void run_init(pid_t child, int report_fd)
  *                 our mount namespace; bind sources are the requester's fds.
  *  pivot-root     into the new root; the host's tree is detached, not merely hidden.
  *  network        bring lo up in the new netns, or enter the pooled one (CAP_NET_ADMIN /
- *                 CAP_SYS_ADMIN: before the drop).
+ *                 CAP_SYS_ADMIN: before the drop); for "proxy", listen on 127.0.0.1:port in
+ *                 it and hand the socket to launcherd (before Landlock forbids binding).
  *  hostname       in the new uts namespace.
  *  session        no controlling terminal, so no TIOCSTI into the caller's tty and no signal
  *                 from it: launcherd detached itself from any terminal at start (its session
@@ -334,6 +336,20 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 			fail(ctx, STEP_NETWORK, errno, -1);
 	} else if (plan->network != PLAN_NETWORK_HOST) {
 		r = net_loopback_up();
+		if (r < 0)
+			fail(ctx, STEP_NETWORK, r, -1);
+	}
+
+	/* network "proxy": the listener the controller serves, made here so that it lives in the
+	 * sandbox's namespace; we only pass it on (nothing in the sandbox ever holds it). */
+	if (plan->network == PLAN_NETWORK_PROXY) {
+		int lfd = -1;
+
+		r = net_proxy_listener(plan->proxy_port, &lfd);
+		if (r < 0)
+			fail(ctx, STEP_NETWORK, r, -1);
+		r = (int)ipc_send_with_fds(ctx->proxy_sock, "P", 1, &lfd, 1, 0);
+		(void)close(lfd);
 		if (r < 0)
 			fail(ctx, STEP_NETWORK, r, -1);
 	}

@@ -66,6 +66,7 @@ struct apply_context {
 	int netns_fd;	/* a fresh netns from the pool (lo up), or -1: CLONE_NEWNET */
 	int status_fd;	/* write end of the status pipe (close-on-exec) */
 	int report_fd;	/* write end of the report pipe: the command's wait status (init) */
+	int proxy_sock; /* network "proxy": where the listener goes back to launcherd, else -1 */
 
 	bool userns; /* user mode: the namespaces hang off a new user namespace */
 	uid_t uid;   /* the requester, from SO_PEERCRED */

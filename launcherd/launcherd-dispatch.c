@@ -205,7 +205,6 @@ static int launcher_answer_hello(struct conn *c, int64_t seq, json_t *msg, int *
 		if (d->landlock_abi < 6)
 			(void)json_array_append_new(unenforceable, json_string("landlock.scope"));
 	}
-	(void)json_array_append_new(unenforceable, json_string("network.proxy"));
 
 	reply = json_pack("{s:s,s:I,s:i,s:s,s:i,s:i,s:b,s:s,s:b,s:s,s:o,s:O}", "type", "hello",
 			  "seq", (json_int_t)seq, "version", LAUNCHERD_PROTOCOL_VERSION, "mode",
@@ -296,12 +295,6 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 				    "plan.cgroup.memoryMaxBytes cannot be enforced: launcherd has "
 				    "no writable cgroup hierarchy (user mode without a delegated "
 				    "cgroup); drop the limit or use the system launcherd");
-		goto done;
-	}
-	if (plan->network == PLAN_NETWORK_PROXY) {
-		r = conn_send_error(c, seq, "setup-failed", EOPNOTSUPP, "plan.network", "network",
-				    "plan.network: \"proxy\" is not supported by this launcherd "
-				    "yet");
 		goto done;
 	}
 	if (plan->has_landlock && plan->landlock_required && d->landlock_abi < 1) {

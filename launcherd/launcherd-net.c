@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <arpa/inet.h>
+
+#include <netinet/in.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -187,7 +191,18 @@ void netns_pool_stop(struct netns_pool *p)
 
 int net_proxy_listener(uint16_t port, int *ret_fd)
 {
-	(void)port;
-	*ret_fd = -1;
-	return -EOPNOTSUPP;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int){ 1 }, sizeof(int)) < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	if (listen(fd, 128) < 0)
+		return -errno;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
 }

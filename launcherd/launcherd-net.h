@@ -40,6 +40,7 @@ void netns_pool_stop(struct netns_pool *p);
 /*
  * Hook for network mode "proxy" (its own issue): create a listening TCP socket on
  * 127.0.0.1:port inside the sandbox's netns, to be passed back to the controller with
- * `spawned`. Not implemented yet: returns -EOPNOTSUPP, and launcherd refuses "proxy" plans.
+ * `spawned`; the controller serves it (docs/NETWORK.md). Runs in the child, in the sandbox's
+ * network namespace, before Landlock (which then denies the sandbox any bind).
  */
 int net_proxy_listener(uint16_t port, int *ret_fd);

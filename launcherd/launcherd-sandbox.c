@@ -25,6 +25,7 @@
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <linux/sched.h>
@@ -33,6 +34,7 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
+#include "ipc/ipc-fdpass.h"
 #include "launcherd/launcherd-apply.h"
 #include "launcherd/launcherd-mount.h"
 #include "launcherd/launcherd-plan.h"
@@ -66,6 +68,7 @@ struct sandbox {
 	int pidfd;
 	int status_fd;
 	int report_fd; /* the init's report of the command's wait status */
+	int proxy_sock; /* network "proxy": the child sends the listener here */
 	struct event_source *pidfd_src, *status_src, *timer_src;
 	struct sandbox_cgroup cgroup;
 	uint64_t pids_max, memory_max; /* counted against the per-user ceilings */
@@ -130,6 +133,7 @@ static void sandbox_free(struct sandbox *s)
 	safe_close(s->pidfd);
 	safe_close(s->status_fd);
 	safe_close(s->report_fd);
+	safe_close(s->proxy_sock);
 	cgroup_cleanup(d, &s->cgroup);
 	json_decref(s->unenforced);
 	free(s);
@@ -175,13 +179,26 @@ int sandbox_signal(struct sandbox *s, int sig, enum kill_reason reason)
 static void send_spawned(struct sandbox *s)
 {
 	_cleanup_json_ json_t *m = NULL;
+	int fds[2] = { s->pidfd, -1 };
+	size_t n_fds = 1;
 
 	if (!s->conn)
 		return;
+	if (s->proxy_sock >= 0) {
+		/* The listener the child made in the sandbox's netns (sent before its exec). */
+		char c;
+		size_t got = 0;
+
+		if (ipc_recv_with_fds(s->proxy_sock, &c, 1, &fds[1], 1, &got, MSG_DONTWAIT) == 1 &&
+		    got == 1)
+			n_fds = 2;
+		s->proxy_sock = safe_close(s->proxy_sock);
+	}
 	m = json_pack("{s:s,s:I,s:s,s:i}", "type", "spawned", "seq", (json_int_t)s->seq, "sandbox",
 		      s->id, "pid", (int)s->pid);
-	if (!m || conn_send(s->conn, m, &s->pidfd, 1) < 0)
+	if (!m || conn_send(s->conn, m, fds, n_fds) < 0)
 		log_debug("cannot send spawned for %s", s->id);
+	safe_close(fds[1]);
 }
 
 static void send_setup_error(struct sandbox *s, const struct apply_status *st)
@@ -364,8 +381,8 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	_cleanup_free_ int *tree_fds = NULL;
 	struct apply_context ctx;
 	struct clone_args args;
-	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, pidfd = -1, index = -1, netns_fd = -1,
-	    r;
+	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, proxy_sv[2] = { -1, -1 }, pidfd = -1,
+	    index = -1, netns_fd = -1, r;
 	long pid;
 
 	*reterr_step = apply_step_to_string(STEP_CLONE);
@@ -379,7 +396,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	s->conn = c;
 	s->seq = seq;
 	s->uid = c->peer.uid;
-	s->pidfd = s->status_fd = s->report_fd = -1;
+	s->pidfd = s->status_fd = s->report_fd = s->proxy_sock = -1;
 	s->die_with_requester = plan->die_with_requester;
 	s->unenforced = unenforced ? json_incref(unenforced) : json_array();
 	s->pids_max = plan->pids_max;
@@ -407,6 +424,11 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		r = -errno;
 		goto fail;
 	}
+	if (plan->network == PLAN_NETWORK_PROXY &&
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, proxy_sv) < 0) {
+		r = -errno;
+		goto fail;
+	}
 
 	if (plan->network != PLAN_NETWORK_HOST && d->mode == LAUNCHERD_PRIVILEGED)
 		netns_fd = netns_pool_take(&d->netns_pool);
@@ -419,6 +441,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		.netns_fd = netns_fd,
 		.status_fd = status[1],
 		.report_fd = report[1],
+		.proxy_sock = proxy_sv[1],
 		.userns = d->mode == LAUNCHERD_USER,
 		.uid = c->peer.uid,
 		.gid = c->peer.gid,
@@ -448,6 +471,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	/* Parent. The child has its copies; ours go now, so the pipe's EOF is the child's exec. */
 	status[1] = safe_close(status[1]);
 	report[1] = safe_close(report[1]);
+	proxy_sv[1] = safe_close(proxy_sv[1]);
 	netns_fd = safe_close(netns_fd);
 	for (size_t i = 0; i < plan->n_mounts; i++)
 		safe_close(tree_fds[i]);
@@ -455,6 +479,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	s->pidfd = pidfd;
 	s->status_fd = TAKE_FD(status[0]);
 	s->report_fd = TAKE_FD(report[0]);
+	s->proxy_sock = TAKE_FD(proxy_sv[0]);
 	s->start_usec = now_usec();
 	(void)fd_set_nonblock(s->status_fd, true);
 
@@ -474,6 +499,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		safe_close(s->pidfd);
 		safe_close(s->status_fd);
 		safe_close(s->report_fd);
+		safe_close(s->proxy_sock);
 		cgroup_cleanup(d, &s->cgroup);
 		json_decref(s->unenforced);
 		return r;
@@ -490,6 +516,8 @@ fail:
 	safe_close(status[1]);
 	safe_close(report[0]);
 	safe_close(report[1]);
+	safe_close(proxy_sv[0]);
+	safe_close(proxy_sv[1]);
 	for (size_t i = 0; i < plan->n_mounts; i++)
 		safe_close(tree_fds[i]);
 	cgroup_cleanup(d, &s->cgroup);

@@ -893,6 +893,11 @@ static int build_env(struct compiler *c)
 		r = env_put(&env, "ALL_PROXY=socks5h://127.0.0.1:3128");
 		if (r >= 0)
 			r = env_put(&env, "all_proxy=socks5h://127.0.0.1:3128");
+		/* The proxy's own address is reached directly, never through itself. */
+		if (r >= 0)
+			r = env_put(&env, "NO_PROXY=localhost,127.0.0.1");
+		if (r >= 0)
+			r = env_put(&env, "no_proxy=localhost,127.0.0.1");
 		if (r < 0)
 			return r;
 	}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Network mode "proxy" end to end: launcherd makes the listener inside the sandbox's netns, the
+# controller serves it, and curl inside the sandbox reaches only what the policy allows.
+. "${top_srcdir:?}/tests/integration/cli-lib.sh"
+
+[ -x "$CORDON" ] || skip_all "cordon not built"
+for t in curl python3; do command -v $t >/dev/null || skip_all "$t missing"; done
+plan 13
+
+work="$TEST_TMP/work"
+mkdir -p "$work" && cd "$work" || exit 1
+
+# An upstream HTTP server and a UDP echo server on the host's loopback.
+python3 - "$TEST_TMP" <<'PY' &
+import http.server, socket, sys, threading, os
+d = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"upstream says hi\n"
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0))
+def udp():
+    while True:
+        data, peer = u.recvfrom(512)
+        open(os.path.join(d, "udp-seen"), "a").write("x")
+        u.sendto(data, peer)
+threading.Thread(target=udp, daemon=True).start()
+open(os.path.join(d, "ports.tmp"), "w").write("%d %d\n" % (srv.server_address[1], u.getsockname()[1]))
+os.rename(os.path.join(d, "ports.tmp"), os.path.join(d, "ports"))
+threading.Timer(120, srv.shutdown).start()
+srv.serve_forever()
+PY
+upstream=$!
+trap 'kill $upstream 2>/dev/null; cleanup' EXIT
+for _ in $(seq 100); do [ -s "$TEST_TMP/ports" ] && break; sleep 0.05; done
+read -r port uport <"$TEST_TMP/ports"
+
+net=(--net proxy --allow-domain "good.test:$port" --resolve "good.test:$port:127.0.0.1")
+out=$("$CORDON" run "${net[@]}" -- curl -s "http://good.test:$port/" 2>&1)
+is "upstream says hi" "$out" "plain HTTP to an allowed, pinned name goes through the proxy"
+out=$("$CORDON" run "${net[@]}" -- curl -s -p "http://good.test:$port/" 2>&1)
+is "upstream says hi" "$out" "CONNECT to an allowed name"
+out=$("$CORDON" run "${net[@]}" -- curl -s --socks5-hostname 127.0.0.1:3128 "http://good.test:$port/" 2>&1)
+is "upstream says hi" "$out" "SOCKS5 with a domain name"
+
+code=$("$CORDON" run "${net[@]}" -- curl -s -o /dev/null -w '%{http_code}' "http://evil.test:$port/" 2>&1)
+is 403 "$code" "a name not allowed gets 403"
+body=$("$CORDON" run "${net[@]}" -- curl -s "http://evil.test:$port/" 2>&1)
+echo "$body" | grep -q "allowDomains"
+ok $? "the 403 body names the rule that denied it"
+"$CORDON" events | grep '"type":"net"' | grep -q '"decision":"denied".*"domain":"evil.test"\|"domain":"evil.test".*"decision":"denied"'
+ok $? "the denial is an event"
+code=$("$CORDON" run "${net[@]}" -- curl -s --noproxy '' -x http://127.0.0.1:3128 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/" 2>&1)
+is 403 "$code" "an IP literal is denied"
+code=$("$CORDON" run "${net[@]}" --allow-domain "other.test:$port" -- curl -s -o /dev/null -w '%{http_code}' "http://other.test:$port/" 2>&1)
+[ "$code" != 200 ]
+ok $? "an allowed name with no pin does not reach the host's loopback (got $code)"
+
+"$CORDON" run "${net[@]}" -- curl -s -m 3 --noproxy '*' "http://127.0.0.1:$port/" >/dev/null 2>&1
+ok $(($? == 0)) "a direct connect to the host's 127.0.0.1 listener fails"
+"$CORDON" run "${net[@]}" -- python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)' 2>/dev/null
+ok $(($? == 0)) "a raw socket cannot be opened"
+"$CORDON" run "${net[@]}" -- python3 -c "
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1)
+s.sendto(b'query', ('127.0.0.1', $uport))
+s.recvfrom(512)" 2>/dev/null
+ok $(($? == 0)) "UDP (plain DNS-style) to the host's loopback gets no answer"
+[ ! -e "$TEST_TMP/udp-seen" ]
+ok $? "…and never reached the host"
+env_out=$("$CORDON" run "${net[@]}" -- sh -c 'echo "$HTTPS_PROXY $NO_PROXY"')
+is "http://127.0.0.1:3128 localhost,127.0.0.1" "$env_out" "the proxy variables are set in the sandbox"
+done_testing
