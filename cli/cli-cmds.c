@@ -465,3 +465,27 @@ int cli_cmd_backend(struct cli *cli, int argc, char **argv)
 	fprintf(stderr, "cordon: unknown backend command \"%s\"\n%s", sub, usage_text);
 	return CLI_EXIT_USAGE;
 }
+
+int cli_cmd_net(struct cli *cli, int argc, char **argv)
+{
+	static const char usage_text[] =
+		"Usage: cordon net allow ID DOMAIN\n"
+		"       cordon net deny ID DOMAIN\n\n"
+		"Change the allowed domains of a running process in network mode proxy: new\n"
+		"connections follow the change, open ones keep theirs. DOMAIN is NAME, *.SUFFIX,\n"
+		"optionally with :PORT. Every change is an event.\n";
+	_cleanup_json_ json_t *result = NULL;
+	int i, r;
+
+	i = OPTS_OR_RETURN(cli, argc, argv, usage_text);
+	if (argc - i != 3 || (!streq(argv[i], "allow") && !streq(argv[i], "deny"))) {
+		fprintf(stderr, "%s", usage_text);
+		return CLI_EXIT_USAGE;
+	}
+	r = call_simple(cli, streq(argv[i], "allow") ? "net.allow" : "net.deny",
+			json_pack("{s:s,s:s}", "processId", argv[i + 1], "domain", argv[i + 2]),
+			&result, "net");
+	if (r == CLI_EXIT_OK && cli->json)
+		cli_print_json(result);
+	return r;
+}

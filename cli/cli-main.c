@@ -22,6 +22,7 @@ static const struct command {
 	{ "events", "show the event stream (spawn, exit, denials, changes)" },
 	{ "doctor", "show what this host supports, with a hint for each missing piece" },
 	{ "policy", "check or explain a policy file" },
+	{ "net", "allow or deny a domain for a running process (network mode proxy)" },
 	{ "backend", "list backends, or activate one for new processes" },
 	{ "controller", "run the per-user controller in the foreground" },
 };
@@ -89,6 +90,8 @@ int main(int argc, char **argv)
 		r = cli_cmd_doctor(&cli, argc, argv);
 	else if (streq(cmd, "policy"))
 		r = cli_cmd_policy(&cli, argc, argv);
+	else if (streq(cmd, "net"))
+		r = cli_cmd_net(&cli, argc, argv);
 	else if (streq(cmd, "backend"))
 		r = cli_cmd_backend(&cli, argc, argv);
 	else if (streq(cmd, "controller"))

@@ -64,6 +64,7 @@ int cli_cmd_doctor(struct cli *cli, int argc, char **argv);
 int cli_cmd_policy(struct cli *cli, int argc, char **argv);
 int cli_cmd_controller(struct cli *cli, int argc, char **argv);
 int cli_cmd_backend(struct cli *cli, int argc, char **argv);
+int cli_cmd_net(struct cli *cli, int argc, char **argv);
 
 /* Print a JSON value (pretty) on stdout. */
 void cli_print_json(json_t *j);

@@ -1252,3 +1252,57 @@ void controller_process_forget_callback(struct controller *c, const char *proces
 		p->on_done_ud = NULL;
 	}
 }
+
+/*
+ * net.allow / net.deny {processId, domain}: change the allowlist of a live sandbox's proxy; new
+ * connections get the new rules, open ones keep theirs. Narrowing (deny) is always allowed;
+ * widening (allow) only by the sandbox's owner — this controller serves one user, and
+ * SO_PEERCRED already checked every client is that user — and both are audited.
+ */
+static int method_net_change(struct client *cl, json_t *id, json_t *params, bool allow)
+{
+	static const char *const keys[] = { "processId", "domain", NULL };
+	struct process *p = lookup(cl, id, params, keys);
+	struct proxy_rules *n = NULL;
+	struct field_error fe = { 0 };
+	const char *domain = NULL;
+	json_t *rules = NULL;
+	int r;
+
+	if (!p)
+		return 0;
+	if (ipc_json_get_string(params, "domain", true, "params", &domain, &fe) < 0)
+		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	if (!p->proxy)
+		return client_reply_error(
+			cl, id, CORDON_ERR_NOT_FOUND,
+			"this process has no proxy (network mode is not proxy, or "
+			"it has ended)",
+			NULL);
+	r = allow ? proxy_rules_allow(proxy_listener_rules(p->proxy), domain, &n)
+		  : proxy_rules_deny(proxy_listener_rules(p->proxy), domain, &n);
+	if (r < 0) {
+		field_error_set(&fe, r, "params", "domain",
+				"not a domain pattern (NAME, *.SUFFIX, "
+				"optionally :PORT)");
+		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	}
+	proxy_listener_update_rules(p->proxy, n);
+	(void)proxy_rules_to_json(n, &rules);
+	proxy_rules_unref(n);
+	controller_event(cl->ctl, "net-policy",
+			 json_pack("{s:s,s:s,s:s,s:i,s:i,s:O?}", "processId", p->id, "change",
+				   allow ? "allow" : "deny", "domain", domain, "byPid",
+				   (int)cl->pid, "byUid", (int)cl->uid, "rules", rules));
+	return client_reply(cl, id, json_pack("{s:o?}", "rules", rules));
+}
+
+int method_net_allow(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	return method_net_change(cl, id, params, true);
+}
+
+int method_net_deny(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	return method_net_change(cl, id, params, false);
+}

@@ -36,6 +36,8 @@ static const struct method {
 	{ "process.signal", method_process_signal },
 	{ "process.wait", method_process_wait },
 	{ "process.list", method_process_list },
+	{ "net.allow", method_net_allow },
+	{ "net.deny", method_net_deny },
 	{ "sandbox.acquire", method_sandbox_acquire },
 	{ "sandbox.release", method_sandbox_release },
 	{ "sandbox.list", method_sandbox_list },

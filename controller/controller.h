@@ -86,6 +86,8 @@ int method_process_close_stdin(struct client *cl, json_t *id, json_t *params, in
 int method_process_signal(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_process_wait(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_process_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_net_allow(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_net_deny(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 /* A client went away: kill what it started (unless detached), forget its waits. */
 void controller_processes_client_gone(struct controller *c, struct client *cl);
 void controller_processes_kill_all(struct controller *c);

@@ -5,7 +5,7 @@
 
 [ -x "$CORDON" ] || skip_all "cordon not built"
 for t in curl python3; do command -v $t >/dev/null || skip_all "$t missing"; done
-plan 13
+plan 16
 
 work="$TEST_TMP/work"
 mkdir -p "$work" && cd "$work" || exit 1
@@ -73,4 +73,28 @@ ok $(($? == 0)) "UDP (plain DNS-style) to the host's loopback gets no answer"
 ok $? "…and never reached the host"
 env_out=$("$CORDON" run "${net[@]}" -- sh -c 'echo "$HTTPS_PROXY $NO_PROXY"')
 is "http://127.0.0.1:3128 localhost,127.0.0.1" "$env_out" "the proxy variables are set in the sandbox"
+
+# A live allowlist change applies to new connections.
+id=$("$CORDON" run --detach --net proxy --allow-domain "good.test:$port" \
+	--resolve "good.test:$port:127.0.0.1" --resolve "late.test:$port:127.0.0.1" \
+	--allow-domain "late.test:1" -- sh -c "
+	for i in \$(seq 100); do
+		[ -e go ] && break; sleep 0.1
+	done
+	curl -s -o before.txt -w '%{http_code}' http://late.test:$port/ > before.code
+	touch asked
+	for i in \$(seq 100); do
+		[ -e go2 ] && break; sleep 0.1
+	done
+	curl -s -o /dev/null -w '%{http_code}' http://late.test:$port/ > after.code
+	curl -s -o /dev/null -w '%{http_code}' http://good.test:$port/ > good-after.code")
+touch go
+for _ in $(seq 100); do [ -e asked ] && break; sleep 0.1; done
+"$CORDON" net allow "$id" "late.test:$port" >/dev/null && "$CORDON" net deny "$id" "good.test" >/dev/null
+touch go2
+"$CORDON" wait "$id" >/dev/null
+is "403 200" "$(cat before.code) $(cat after.code)" "net allow: a denied name is reachable for new connections"
+is 403 "$(cat good-after.code)" "net deny: a denied name is refused from then on"
+"$CORDON" events | grep -q '"type":"net-policy"'
+ok $? "both changes are events"
 done_testing
