@@ -215,3 +215,20 @@ probe_refused() {
 tap_done() {
 	[ "$_tap_failed" = 0 ]
 }
+
+# Sandbox cgroups are shared by every launcherd on the host, and make check runs tests in
+# parallel: count as leaked only a cgroup that appeared since cg_snapshot, holds no process, and
+# is still there a moment later (a finished sandbox of another test is removed by then).
+cg_list() {
+	ls -d /sys/fs/cgroup/pids/cordon/sb-* /sys/fs/cgroup/memory/*/*/cordon/sb-* \
+		/sys/fs/cgroup/memory/cordon/sb-* 2>/dev/null | sort
+}
+cg_snapshot() { cg_list >"$1"; }
+cg_leaked_since() {
+	local d n=0
+	sleep 0.3
+	for d in $(comm -13 "$1" <(cg_list)); do
+		[ -d "$d" ] && [ ! -s "$d/cgroup.procs" ] && n=$((n + 1))
+	done
+	echo $n
+}

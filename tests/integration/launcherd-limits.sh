@@ -8,7 +8,6 @@ ld_require_root
 ld_start
 plan 17
 
-cg_count() { ls -d /sys/fs/cgroup/pids/cordon/sb-* /sys/fs/cgroup/memory/*/*/cordon/sb-* /sys/fs/cgroup/memory/cordon/sb-* 2>/dev/null | wc -l; }
 # tree_gone FILE: no process of the sandbox is left (they all have FILE on their command line).
 tree_gone() {
 	for _ in $(seq 1 50); do
@@ -19,7 +18,7 @@ tree_gone() {
 }
 wait_file() { for _ in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 
-cg_before=$(cg_count)
+cg_snapshot "$T/cg-before"
 
 make_plan "$T/p.json" '["/probe/probe", "forkloop", "100"]' ', "cgroup": {"pidsMax": 16}'
 ld_run --user $TEST_USER1 $STD_FDS "$T/p.json" >"$T/out" 2>&1
@@ -33,7 +32,7 @@ rc=$?
 check "memory limit: a 256 MiB allocation under a 32 MiB limit is killed" test "$rc" = 137
 check "memory limit: reason memory, limit reported" test "$(json_field reason)/$(jq -r .limits.memory "$T/result.json")" = "memory/true"
 
-check "cgroups of finished sandboxes are removed" test "$(cg_count)" = "$cg_before"
+check "cgroups of finished sandboxes are removed" test "$(cg_leaked_since "$T/cg-before")" = 0
 
 make_plan "$T/p.json" '["/probe/probe", "sleep-tree", "/work/ready-timeout"]' ', "timeoutMs": 300'
 ld_run --user $TEST_USER1 $STD_FDS "$T/p.json" >"$T/out" 2>&1
@@ -86,5 +85,5 @@ check "user mode: a memory limit it cannot enforce fails the spawn, naming the f
 	test "$(json_field code)/$(json_field field)" = "setup-failed/plan.cgroup.memoryMaxBytes"
 
 sleep 0.2
-check "no cgroup left behind" test "$(cg_count)" = "$cg_before"
+check "no cgroup left behind" test "$(cg_leaked_since "$T/cg-before")" = 0
 tap_done

@@ -62,8 +62,7 @@ printf '\001\002\003\004\005\006\007' >"$T/short.bpf"
 chmod 0644 "$T/short.bpf"
 make_plan "$T/base.json" '["/bin/true"]'
 
-cg_count() { ls -d /sys/fs/cgroup/pids/cordon/sb-* 2>/dev/null | wc -l; }
-cg_before=$(cg_count)
+cg_snapshot "$T/cg-before"
 fds_before=$(ls /proc/$LD_PID/fd | wc -l)
 
 echo "$cases" | while IFS='|' read -r expr field; do
@@ -96,7 +95,7 @@ check "a good plan still runs after the bad ones" test "$?/$(json_field reason)"
 
 sleep 0.2
 check "no fd leaked by $n_cases refused plans" test "$(ls /proc/$LD_PID/fd | wc -l)" = "$fds_before"
-check "no cgroup leaked" test "$(cg_count)" = "$cg_before"
+check "no cgroup leaked" test "$(cg_leaked_since "$T/cg-before")" = 0
 
 # Protocol violations end the connection.
 printf '%s\n' '{"type":"spawn","seq":1,"plan":{"argv":["/bin/true"]}}' >"$T/raw"
