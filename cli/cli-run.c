@@ -168,7 +168,37 @@ static void print_exit_note(json_t *exit)
 		fprintf(stderr, "cordon: the command was killed\n");
 }
 
-/* Wait for the process's exit notification, forwarding signals that reach us. */
+/* Handle every complete message already buffered. Returns < 0 on a broken stream. */
+static int drain_buffered(struct cli *cli, struct run_state *st)
+{
+	for (;;) {
+		_cleanup_json_ json_t *msg = NULL;
+		int rfds[IPC_MAX_FDS];
+		size_t n_rfds = 0;
+		struct field_error fe;
+		enum jsonrpc_kind kind;
+		const char *m;
+		json_t *mid, *body;
+		int r = jsonrpc_conn_next(cli->conn, &msg, rfds, &n_rfds, &fe);
+
+		if (r == 0)
+			return 0;
+		if (r == -EBADMSG)
+			continue;
+		if (r < 0)
+			return r;
+		close_many(rfds, n_rfds);
+		if (jsonrpc_classify(msg, &kind, &m, &mid, &body, &fe) >= 0 &&
+		    kind == JSONRPC_KIND_NOTIFICATION)
+			on_notify(body, m, st);
+	}
+}
+
+/*
+ * Wait for the process's exit notification, forwarding signals that reach us. The notification
+ * may already sit in the connection's buffer (read together with the spawn's answer), so the
+ * buffer is drained before every wait on the socket.
+ */
 static int wait_forwarding_signals(struct cli *cli, struct run_state *st)
 {
 	_cleanup_close_ int sfd = -1;
@@ -183,11 +213,16 @@ static int wait_forwarding_signals(struct cli *cli, struct run_state *st)
 	if (sfd < 0)
 		return -errno;
 
-	while (!st->exit) {
+	for (;;) {
 		struct pollfd p[2] = { { .fd = jsonrpc_conn_fd(cli->conn), .events = POLLIN },
 				       { .fd = sfd, .events = POLLIN } };
 		struct signalfd_siginfo si;
+		int r = drain_buffered(cli, st);
 
+		if (r < 0)
+			return r;
+		if (st->exit)
+			return 0;
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -197,42 +232,20 @@ static int wait_forwarding_signals(struct cli *cli, struct run_state *st)
 			_cleanup_json_ json_t *req = NULL;
 
 			req = jsonrpc_request_new(++cli->next_id, "process.signal",
-						  json_pack("{s:s,s:i}", "processId",
-							    st->process_id, "signal",
-							    (int)si.ssi_signo));
+						  json_pack("{s:s,s:i}", "processId", st->process_id,
+							    "signal", (int)si.ssi_signo));
 			if (req)
 				(void)jsonrpc_conn_send_wait(cli->conn, req, NULL, 0);
 		}
 		if (p[0].revents) {
-			for (;;) {
-				_cleanup_json_ json_t *msg = NULL;
-				int rfds[IPC_MAX_FDS];
-				size_t n_rfds = 0;
-				struct field_error fe;
-				enum jsonrpc_kind kind;
-				const char *m;
-				json_t *mid, *body;
-				ssize_t n;
-				int r = jsonrpc_conn_next(cli->conn, &msg, rfds, &n_rfds, &fe);
+			ssize_t n = jsonrpc_conn_fill(cli->conn);
 
-				if (r == 0) {
-					n = jsonrpc_conn_fill(cli->conn);
-					if (n == -EAGAIN)
-						break;
-					if (n <= 0)
-						return n == 0 ? -ECONNRESET : (int)n;
-					continue;
-				}
-				if (r < 0)
-					return r;
-				close_many(rfds, n_rfds);
-				if (jsonrpc_classify(msg, &kind, &m, &mid, &body, &fe) >= 0 &&
-				    kind == JSONRPC_KIND_NOTIFICATION)
-					on_notify(body, m, st);
-			}
+			if (n == 0)
+				return -ECONNRESET;
+			if (n < 0 && n != -EAGAIN)
+				return (int)n;
 		}
 	}
-	return 0;
 }
 
 int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
