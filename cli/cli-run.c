@@ -232,8 +232,9 @@ static int wait_forwarding_signals(struct cli *cli, struct run_state *st)
 			_cleanup_json_ json_t *req = NULL;
 
 			req = jsonrpc_request_new(++cli->next_id, "process.signal",
-						  json_pack("{s:s,s:i}", "processId", st->process_id,
-							    "signal", (int)si.ssi_signo));
+						  json_pack("{s:s,s:i}", "processId",
+							    st->process_id, "signal",
+							    (int)si.ssi_signo));
 			if (req)
 				(void)jsonrpc_conn_send_wait(cli->conn, req, NULL, 0);
 		}
