@@ -22,8 +22,6 @@
 
 /* A client whose unread replies exceed this is dropped rather than buffered without bound. */
 #define CLIENT_QUEUE_MAX (64U * 1024U * 1024U)
-/* Messages handled per wake-up before yielding to other clients. */
-#define CLIENT_BURST 64
 
 static const struct method {
 	const char *name;
@@ -184,7 +182,10 @@ static int on_client(struct event_source *s, int fd, uint32_t revents, void *use
 		if (n == 0 || (n < 0 && n != -EAGAIN))
 			eof = true;
 	}
-	for (unsigned k = 0; k < CLIENT_BURST && !cl->closing; k++) {
+	/* Every complete message buffered now: epoll reports the socket, not our buffer, so a
+	 * message left here would wait for the client's next write. One read is at most 64 KiB, so
+	 * this stays bounded. */
+	while (!cl->closing) {
 		_cleanup_json_ json_t *msg = NULL;
 		int fds[IPC_MAX_FDS];
 		size_t n_fds = 0;
