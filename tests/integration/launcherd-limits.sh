@@ -46,6 +46,7 @@ make_plan "$T/p.json" '["/probe/probe", "sleep-tree", "/work/ready-cancel"]' ', 
 as_user $TEST_USER1 timeout 30 "$LP" --socket "$T/ld.sock" $STD_FDS --id-file "$T/id" --result "$T/cancel.json" "$T/p.json" >/dev/null 2>&1 &
 client=$!
 wait_file "$T/work/ready-cancel"
+wait_file "$T/id" # the sandbox can be ready before the client wrote down its id
 check "cancel: the grandchild was running" test -s "$T/work/ready-cancel"
 as_user $TEST_USER1 timeout 30 "$LP" --socket "$T/ld.sock" --kill "$(cat "$T/id")" --result "$T/kill.json" >/dev/null 2>&1
 check "cancel: kill request answered ok" test "$(jq -r .type "$T/kill.json")" = ok

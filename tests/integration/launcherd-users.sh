@@ -11,7 +11,8 @@ plan 10
 make_plan "$T/sleep.json" '["/probe/probe", "sleep-tree", "/work/ready-users"]'
 as_user_exec $TEST_USER1 "$LP" --socket "$T/ld.sock" $STD_FDS --id-file "$T/id1" --result "$T/r1.json" "$T/sleep.json" >/dev/null 2>&1 &
 c1=$!
-for _ in $(seq 1 100); do [ -s "$T/work/ready-users" ] && break; sleep 0.05; done
+# The sandbox can say "ready" before the client has written the id it got: wait for both.
+for _ in $(seq 1 100); do [ -s "$T/work/ready-users" ] && [ -s "$T/id1" ] && break; sleep 0.05; done
 id1=$(cat "$T/id1")
 pid1=$(pgrep -u $TEST_USER1 -f "probe sleep-tree /work/ready-users" | head -1)
 check "user 1's sandbox is running" test -n "$id1" -a -n "$pid1"
@@ -29,6 +30,9 @@ check "user 1's sandbox still runs" kill -0 "$pid1"
 
 as_user $TEST_USER1 "$LP" --socket "$T/ld.sock" --kill "$id1" --result "$T/k1.json" >/dev/null 2>&1
 check "user 1 can kill its own sandbox from another connection" test "$(jq -r .type "$T/k1.json")" = ok
+# Bounded: if the kill did not work, the client is stopped here rather than hang the suite.
+for _ in $(seq 1 100); do kill -0 $c1 2>/dev/null || break; sleep 0.05; done
+kill $c1 2>/dev/null
 wait $c1
 check "…and the exit goes to the requester only (reason killed)" test "$(jq -r .reason "$T/r1.json")" = killed
 
