@@ -191,7 +191,8 @@ void netns_pool_stop(struct netns_pool *p)
 
 int net_proxy_listener(uint16_t port, int *ret_fd)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 

@@ -67,7 +67,7 @@ struct sandbox {
 	pid_t pid;
 	int pidfd;
 	int status_fd;
-	int report_fd; /* the init's report of the command's wait status */
+	int report_fd;	/* the init's report of the command's wait status */
 	int proxy_sock; /* network "proxy": the child sends the listener here */
 	struct event_source *pidfd_src, *status_src, *timer_src;
 	struct sandbox_cgroup cgroup;
