@@ -370,29 +370,30 @@ int controller_backends_start(struct controller *c)
 
 /* ------------------------------------------------------------------------- settings, persistence */
 
+/* Step 1: the candidate settings against the backend's descriptor, through the same validation
+ * packs get (controller/backend-settings.c): unknown ids, types, required fields, options. */
 int controller_backend_validate_settings(struct controller *c, const struct backend_ops *ops,
 					 const char *ref, json_t *settings, struct field_error *fe)
 {
 	_cleanup_json_ json_t *desc = ops->descriptor ? ops->descriptor(ops) : NULL;
-	json_t *fields = json_object_get(json_object_get(desc, "settings"), "fields");
-	const char *key;
-	json_t *v;
+	_cleanup_json_ json_t *empty = NULL;
+	struct backend_descriptor *d = NULL;
+	struct backend_settings_update u = { 0 };
+	int r;
 
-	if (settings && !json_is_object(settings))
-		return field_error_set(fe, -EINVAL, "", "settings", "expected an object");
-	json_object_foreach(settings, key, v) {
-		json_t *f;
-		size_t i;
-		bool known = false;
-
-		json_array_foreach(fields, i, f)
-			if (streq_ptr(json_string_value(json_object_get(f, "id")), key))
-				known = true;
-		if (!known)
-			return field_error_set(fe, -EINVAL, "settings", key,
-					       "%s has no setting of that name", ref);
-	}
-	return 0;
+	if (!desc)
+		return -ENOMEM;
+	r = backend_descriptor_from_json(
+		desc, streq(ops->source, "builtin") ? BACKEND_DESCRIPTOR_BUILTIN : 0, "descriptor",
+		&d, fe);
+	if (r < 0)
+		return r;
+	if (!settings)
+		settings = empty = json_object();
+	r = backend_settings_validate(d, settings, "settings", NULL, NULL, &u, fe);
+	backend_settings_update_done(&u);
+	backend_descriptor_free(d);
+	return r;
 }
 
 /*
