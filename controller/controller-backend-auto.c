@@ -167,19 +167,8 @@ struct auto_spawn {
 	void *ud;
 };
 
-static pid_t pid_of_pidfd(int pidfd)
-{
-	_cleanup_free_ char *path = strdup_printf("/proc/self/fdinfo/%d", pidfd);
-	_cleanup_free_ char *info = NULL;
-	const char *p;
-
-	if (path && read_full_file(path, 4096, &info, NULL) >= 0 && (p = strstr(info, "Pid:\t")))
-		return (pid_t)atoi(p + 5);
-	return 0;
-}
-
-static void auto_spawned(struct ctl_launcher *l, const char *sandbox, int pidfd, int proxy_fd,
-			 const struct ctl_launcher_error *err, void *userdata)
+static void auto_spawned(struct ctl_launcher *l, const char *sandbox, int pidfd, pid_t pid,
+			 int proxy_fd, const struct ctl_launcher_error *err, void *userdata)
 {
 	struct auto_spawn *as = userdata;
 	_cleanup_json_ json_t *e = NULL;
@@ -187,7 +176,7 @@ static void auto_spawned(struct ctl_launcher *l, const char *sandbox, int pidfd,
 	if (err)
 		e = json_pack("{s:s,s:i,s:s,s:s,s:s}", "code", err->code, "errno", err->error,
 			      "field", err->field, "step", err->step, "message", err->message);
-	as->cb(as->bi, sandbox, pidfd, proxy_fd, pidfd >= 0 ? pid_of_pidfd(pidfd) : 0, e, as->ud);
+	as->cb(as->bi, sandbox, pidfd, proxy_fd, pid, e, as->ud);
 	free(as);
 }
 

@@ -260,7 +260,6 @@ int controller_compile_request(struct controller *c, json_t *params, struct ctl_
 			goto out;
 		}
 	}
-	ret->wall_seconds = rc.policy->limits.wall_seconds;
 out:
 	compiled_plan_free(cp);
 	request_ctx_done(&rc);

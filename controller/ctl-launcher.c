@@ -259,13 +259,15 @@ static int recv_one(struct ctl_launcher *l, bool block)
 				if (n_fds > 2)
 					close_many(fds + 2, n_fds - 2);
 				p->spawn_cb(l, json_string_value(json_object_get(m, "sandbox")),
-					    fds[0], n_fds >= 2 ? fds[1] : -1, NULL, p->userdata);
+					    fds[0],
+					    (pid_t)json_integer_value(json_object_get(m, "pid")),
+					    n_fds >= 2 ? fds[1] : -1, NULL, p->userdata);
 			} else {
 				struct ctl_launcher_error e = { 0 };
 
 				close_many(fds, n_fds);
 				parse_error(m, &e);
-				p->spawn_cb(l, NULL, -1, -1, &e, p->userdata);
+				p->spawn_cb(l, NULL, -1, 0, -1, &e, p->userdata);
 			}
 			free(p);
 			return 1;

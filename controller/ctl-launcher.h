@@ -48,10 +48,10 @@ struct ctl_launcher_exit {
 
 typedef void (*ctl_launcher_exit_cb)(struct ctl_launcher *l, const struct ctl_launcher_exit *e,
 				     void *userdata);
-/* sandbox/pidfd on success, else err. proxy_fd is the listener made in the sandbox's netns for
+/* sandbox/pidfd (and the pid launcherd reported, for display) on success, else err. proxy_fd is the listener made in the sandbox's netns for
  * network "proxy", else -1. Both fds are the callee's to close. */
 typedef void (*ctl_launcher_spawn_cb)(struct ctl_launcher *l, const char *sandbox, int pidfd,
-				      int proxy_fd, const struct ctl_launcher_error *err,
+				      pid_t pid, int proxy_fd, const struct ctl_launcher_error *err,
 				      void *userdata);
 
 /* Connect to a launcherd socket (SOCK_SEQPACKET). */
