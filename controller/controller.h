@@ -129,7 +129,7 @@ struct ctl_plan {
 	json_t *plan;
 	int fds[IPC_MAX_FDS];
 	size_t n_fds;
-	uint64_t max_output_bytes; /* the policy's per-stream capture cap */
+	uint64_t max_output_bytes;	 /* the policy's per-stream capture cap */
 	struct proxy_rules *proxy_rules; /* network "proxy": what the controller's proxy allows */
 };
 void ctl_plan_done(struct ctl_plan *p);
