@@ -9,7 +9,7 @@ plan 16
 
 run_sh() { make_plan "$T/p.json" "$(jq -nc --arg c "$1" '["/bin/sh","-c",$c]')"; shift; ld_run "$@" $STD_FDS "$T/p.json"; }
 
-fds_before=$(ls /proc/$LD_PID/fd | wc -l)
+fds_before=$(ld_fd_count)
 
 "$LP" --socket "$T/ld.sock" --hello --result "$T/result.json"
 check "hello: privileged mode, uid 0" test "$(jq -r '.mode + " " + (.uid|tostring)' "$T/result.json")" = "privileged 0"
@@ -58,6 +58,6 @@ out=$(run_sh 'cat /proc/self/uid_map' --user $TEST_USER1 --user-mode)
 check "user mode: only the user is mapped, to itself" test "$(echo $out)" = "$uid $uid 1"
 
 sleep 0.2
-fds_after=$(ls /proc/$LD_PID/fd | wc -l)
+fds_after=$(ld_fd_count)
 check "launcherd leaked no fd over $((_tap_n)) spawns ($fds_before -> $fds_after)" test "$fds_before" = "$fds_after"
 tap_done

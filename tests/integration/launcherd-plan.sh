@@ -63,7 +63,7 @@ chmod 0644 "$T/short.bpf"
 make_plan "$T/base.json" '["/bin/true"]'
 
 cg_snapshot "$T/cg-before"
-fds_before=$(ls /proc/$LD_PID/fd | wc -l)
+fds_before=$(ld_fd_count)
 
 echo "$cases" | while IFS='|' read -r expr field; do
 	jq "$expr" "$T/base.json" >"$T/bad.json" || { not_ok "jq: $expr"; continue; }
@@ -94,7 +94,7 @@ ld_run $STD_FDS "$T/good.json" >/dev/null 2>&1
 check "a good plan still runs after the bad ones" test "$?/$(json_field reason)" = "0/exited"
 
 sleep 0.2
-check "no fd leaked by $n_cases refused plans" test "$(ls /proc/$LD_PID/fd | wc -l)" = "$fds_before"
+check "no fd leaked by $n_cases refused plans" test "$(ld_fd_count)" = "$fds_before"
 check "no cgroup leaked" test "$(cg_leaked_since "$T/cg-before")" = 0
 
 # Protocol violations end the connection.
