@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -97,6 +98,9 @@ void close_many(int *fds, size_t n);
 		if (*p)                         \
 			func(*p);               \
 	}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir)
+#define _cleanup_closedir_ _cleanup_(closedirp)
 
 /* Return -errno from a libc call that sets errno, never 0 by accident. */
 static inline int negative_errno(void)

@@ -170,6 +170,8 @@ int backend_secrets_open(const char *dir, struct backend_secrets **ret, char **r
 	r = backend_state_dir_check(dir, true, err);
 	if (r < 0)
 		return r;
+	/* What a write interrupted by a crash left behind (the stores are opened at start-up). */
+	(void)backend_state_remove_stale(dir);
 	r = backend_state_file_read(dir, SECRETS_FILE, BACKEND_STATE_FILE_MAX, &buf, &len, err);
 	if (r == -ENOENT)
 		values = json_object();

@@ -259,6 +259,8 @@ int backend_settings_store_open(const char *dir, struct backend_settings_store *
 	r = backend_state_dir_check(dir, true, err);
 	if (r < 0)
 		return r;
+	/* What a write interrupted by a crash left behind (the stores are opened at start-up). */
+	(void)backend_state_remove_stale(dir);
 	r = backend_state_file_read(dir, SETTINGS_FILE, BACKEND_STATE_FILE_MAX, &buf, &len, err);
 	if (r == -ENOENT)
 		backends = json_object();

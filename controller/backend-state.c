@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -53,6 +54,28 @@ int backend_state_dir_check(const char *dir, bool create, struct field_error *er
 				       strerror(-r));
 	}
 	return check_owner_only(&st, dir, "state directory", err);
+}
+
+int backend_state_remove_stale(const char *dir)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int n = 0;
+
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		const char *tmp = strstr(de->d_name, ".tmp.");
+
+		/* Exactly the mkostemp() suffix, and nothing but a regular file. */
+		if (!tmp || tmp == de->d_name || strlen(tmp) != strlen(".tmp.XXXXXX") ||
+		    de->d_type != DT_REG)
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+			n++;
+	}
+	return n;
 }
 
 int backend_state_file_read(const char *dir, const char *name, size_t max, char **ret,

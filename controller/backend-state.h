@@ -26,6 +26,13 @@
 int backend_state_dir_check(const char *dir, bool create, struct field_error *err);
 
 /*
+ * Remove what an interrupted atomic write left in dir: regular files named "*.tmp.XXXXXX"
+ * (write_file_atomic()'s temporary names). Call only while no writer runs (at store open, under
+ * the controller's single-instance lock). Returns how many were removed, or -errno.
+ */
+int backend_state_remove_stale(const char *dir);
+
+/*
  * Read dir/name into a NUL-terminated buffer. -ENOENT when missing (err untouched); -EPERM for
  * a symlink, a non-regular file, another owner or group/other permission bits; -EFBIG over
  * max.

@@ -39,10 +39,8 @@ def saved():
         return None
 
 
-def start_controller(extra_env=None):
-    env = dict(os.environ)
-    env.update(extra_env or {})
-    subprocess.run([CORDON, "ps"], capture_output=True, check=True, env=env)
+def start_controller():
+    subprocess.run([CORDON, "ps"], capture_output=True, check=True)
     with open(SOCK + ".lock") as f:
         return int(f.readline())
 
@@ -136,8 +134,19 @@ a.close()
 c.close()
 stop_controller(ctl)
 
-# A persistence failure swaps back: runtime and disk keep the previous selection.
-ctl = start_controller({"CORDON_TEST_FAIL_PERSIST": "1"})
+# A persistence failure swaps back: runtime and disk keep the previous selection. The state
+# directory is made read-only for the controller: a read-only bind mount in a mount namespace of
+# its own when we are root (root writes through mode bits), else mode 0500.
+if os.geteuid() == 0:
+    ctl_cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+               'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && exec "$2" ps', "-",
+               STATE, CORDON]
+    subprocess.run(ctl_cmd, capture_output=True, check=True)
+    with open(SOCK + ".lock") as f:
+        ctl = int(f.readline())
+else:
+    os.chmod(STATE, 0o500)
+    ctl = start_controller()
 c = Conn(SOCK)
 ref, cur = active(c)
 before = saved()
@@ -148,6 +157,7 @@ r = c.call("process.exec", base(argv=["/bin/echo", "ok"]))
 t.ok(r.get("result", {}).get("stdout") == "ok\n" and r["result"]["launcher"] == cur, "spawns go on with it", r)
 c.close()
 stop_controller(ctl)
+os.chmod(STATE, 0o700)
 
 # A torn selection file never decodes to anything unconfined.
 with open(os.path.join(STATE, "active.json"), "w") as f:

@@ -34,6 +34,7 @@
 #include "common/util.h"
 #include "controller/backend-secrets.h"
 #include "controller/backend-settings.h"
+#include "controller/backend-state.h"
 #include "tests/tap.h"
 
 static const char descriptor_json[] =
@@ -553,6 +554,30 @@ static void test_store_survives(const char *base)
 	is_int(1, backend_settings_store_get(s, &ref_other, &got), "and touched no other backend");
 }
 
+/* A crash between the temp file and the rename leaves "name.tmp.XXXXXX": the next open removes
+ * exactly those. */
+static void test_store_stale(const char *base)
+{
+	_cleanup_free_ char *dir = path_in(base, "stale");
+	_cleanup_backend_settings_store_ struct backend_settings_store *s = NULL;
+	static const char *const names[] = { "settings.json.tmp.AbC123", "active.json.tmp.zzzzzz",
+					     "keep.tmp.toolong", ".tmp.abcdef", "keep" };
+	struct field_error err = { "", "" };
+
+	if (mkdir(dir, 0700) < 0)
+		bail("mkdir: %m");
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		_cleanup_free_ char *p = path_in(dir, names[i]);
+		_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+		if (fd < 0)
+			bail("create %s: %m", names[i]);
+	}
+	is_int(0, backend_settings_store_open(dir, &s, NULL, &err), "open with leftovers");
+	is_int(3, dir_entries(dir), "the two temp files are gone, the rest is kept");
+	is_int(0, backend_state_remove_stale(dir), "a second sweep finds nothing");
+}
+
 static void test_active(const char *base)
 {
 	_cleanup_free_ char *dir = path_in(base, "active"), *text = NULL, *ap = NULL;
@@ -695,6 +720,7 @@ int main(void)
 	test_store_corrupt(base);
 	test_store_failure(base);
 	test_store_survives(base);
+	test_store_stale(base);
 	test_active(base);
 
 	backend_descriptor_free(desc);
