@@ -3,7 +3,9 @@
 ##   bench/bench-paired      paired timing of whole commands (cordon run vs bwrap)
 ##   bench/bench-exec        process.exec over an open controller connection
 ##   bench/proxy-throughput  256 MiB through the proxy vs plain loopback TCP; CONNECT latency
-EXTRA_PROGRAMS = bench/spawn bench/bench-paired bench/bench-exec bench/proxy-throughput
+##   bench/bench-activation  process.exec during continuous activations vs idle; activation cost
+EXTRA_PROGRAMS = bench/spawn bench/bench-paired bench/bench-exec bench/proxy-throughput \
+	bench/bench-activation
 bench_spawn_SOURCES = %reldir%/spawn.c
 bench_spawn_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_spawn_LDADD = libctl_launcher.a libipc.a libcommon.a $(JANSSON_LIBS)
@@ -11,6 +13,9 @@ bench_bench_paired_SOURCES = %reldir%/bench-paired.c
 bench_bench_exec_SOURCES = %reldir%/bench-exec.c
 bench_bench_exec_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_bench_exec_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
+bench_bench_activation_SOURCES = %reldir%/bench-activation.c
+bench_bench_activation_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+bench_bench_activation_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
 bench_proxy_throughput_SOURCES = %reldir%/proxy-throughput.c
 bench_proxy_throughput_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_proxy_throughput_LDADD = libproxy.a libcommon.a $(JANSSON_LIBS)
