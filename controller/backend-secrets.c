@@ -159,47 +159,23 @@ int backend_secrets_open(const char *dir, struct backend_secrets **ret, char **r
 			 struct field_error *err)
 {
 	_cleanup_free_ struct backend_secrets *s = NULL;
-	_cleanup_free_ char *buf = NULL, *aside = NULL;
-	_cleanup_json_ json_t *values = NULL;
-	bool recovered = false;
-	size_t len = 0;
 	int r;
 
 	if (sodium_init() < 0)
 		return field_error_set(err, -EIO, "", NULL, "libsodium cannot be initialized");
-	r = backend_state_dir_check(dir, true, err);
-	if (r < 0)
-		return r;
-	/* What a write interrupted by a crash left behind (the stores are opened at start-up). */
-	(void)backend_state_remove_stale(dir);
-	r = backend_state_file_read(dir, SECRETS_FILE, BACKEND_STATE_FILE_MAX, &buf, &len, err);
-	if (r == -ENOENT)
-		values = json_object();
-	else if (r == -EFBIG || (r >= 0 && parse_secrets_file(buf, len, &values, err) < 0)) {
-		int q = backend_state_file_move_aside(dir, SECRETS_FILE, &aside);
-
-		if (q < 0)
-			return field_error_set(err, q, "", NULL,
-					       "%s/%s is corrupt and cannot be moved aside: %s",
-					       dir, SECRETS_FILE, strerror(-q));
-		values = json_object();
-		recovered = true;
-	} else if (r < 0)
-		return r;
-	if (!values)
-		return -ENOMEM;
-
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->dir = strdup(dir);
 	if (!s->dir)
 		return -ENOMEM;
-	s->values = TAKE_PTR(values);
+	r = backend_state_load(dir, SECRETS_FILE, parse_secrets_file, &s->values, ret_aside, err);
+	if (r < 0) {
+		free(s->dir);
+		return r;
+	}
 	*ret = TAKE_PTR(s);
-	if (ret_aside)
-		*ret_aside = TAKE_PTR(aside);
-	return recovered ? 1 : 0;
+	return r;
 }
 
 void backend_secrets_free(struct backend_secrets *s)

@@ -250,34 +250,7 @@ int backend_settings_store_open(const char *dir, struct backend_settings_store *
 				char **ret_aside, struct field_error *err)
 {
 	_cleanup_free_ struct backend_settings_store *s = NULL;
-	_cleanup_free_ char *buf = NULL, *aside = NULL;
-	_cleanup_json_ json_t *backends = NULL;
-	bool recovered = false;
-	size_t len = 0;
 	int r;
-
-	r = backend_state_dir_check(dir, true, err);
-	if (r < 0)
-		return r;
-	/* What a write interrupted by a crash left behind (the stores are opened at start-up). */
-	(void)backend_state_remove_stale(dir);
-	r = backend_state_file_read(dir, SETTINGS_FILE, BACKEND_STATE_FILE_MAX, &buf, &len, err);
-	if (r == -ENOENT)
-		backends = json_object();
-	else if (r == -EFBIG || (r >= 0 && parse_settings_file(buf, len, &backends, err) < 0)) {
-		/* Corrupt: keep it aside for the person to look at, start empty, say so. */
-		int q = backend_state_file_move_aside(dir, SETTINGS_FILE, &aside);
-
-		if (q < 0)
-			return field_error_set(err, q, "", NULL,
-					       "%s/%s is corrupt and cannot be moved aside: %s",
-					       dir, SETTINGS_FILE, strerror(-q));
-		backends = json_object();
-		recovered = true;
-	} else if (r < 0)
-		return r;
-	if (!backends)
-		return -ENOMEM;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -285,11 +258,14 @@ int backend_settings_store_open(const char *dir, struct backend_settings_store *
 	s->dir = strdup(dir);
 	if (!s->dir)
 		return -ENOMEM;
-	s->backends = TAKE_PTR(backends);
+	r = backend_state_load(dir, SETTINGS_FILE, parse_settings_file, &s->backends, ret_aside,
+			       err);
+	if (r < 0) {
+		free(s->dir);
+		return r;
+	}
 	*ret = TAKE_PTR(s);
-	if (ret_aside)
-		*ret_aside = TAKE_PTR(aside);
-	return recovered ? 1 : 0;
+	return r;
 }
 
 void backend_settings_store_free(struct backend_settings_store *s)

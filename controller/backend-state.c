@@ -116,6 +116,45 @@ int backend_state_file_read(const char *dir, const char *name, size_t max, char 
 	return 0;
 }
 
+int backend_state_load(const char *dir, const char *name, backend_state_parse_fn parse,
+		       json_t **ret, char **ret_aside, struct field_error *err)
+{
+	_cleanup_free_ char *buf = NULL, *aside = NULL;
+	json_t *doc = NULL;
+	size_t len = 0;
+	int r, q;
+
+	r = backend_state_dir_check(dir, true, err);
+	if (r < 0)
+		return r;
+	/* What a write interrupted by a crash left behind (the stores are opened at start-up). */
+	(void)backend_state_remove_stale(dir);
+	r = backend_state_file_read(dir, name, BACKEND_STATE_FILE_MAX, &buf, &len, err);
+	if (r >= 0 && parse(buf, len, &doc, err) >= 0) {
+		*ret = doc;
+		return 0;
+	}
+	if (r < 0 && r != -ENOENT && r != -EFBIG)
+		return r;
+	if (r == -ENOENT)
+		r = 0;
+	else {
+		/* Corrupt: keep it aside for the person to look at, start empty, say so. */
+		q = backend_state_file_move_aside(dir, name, &aside);
+		if (q < 0)
+			return field_error_set(err, q, "", NULL,
+					       "%s/%s is corrupt and cannot be moved aside: %s",
+					       dir, name, strerror(-q));
+		r = 1;
+	}
+	*ret = json_object();
+	if (!*ret)
+		return -ENOMEM;
+	if (ret_aside)
+		*ret_aside = TAKE_PTR(aside);
+	return r;
+}
+
 int backend_state_file_write(const char *dir, const char *name, const void *data, size_t len)
 {
 	_cleanup_free_ char *path = strdup_printf("%s/%s", dir, name);

@@ -32,6 +32,19 @@ int backend_state_dir_check(const char *dir, bool create, struct field_error *er
  */
 int backend_state_remove_stale(const char *dir);
 
+/* Parse a state file's text into the object a store keeps (err names what is wrong). */
+typedef int (*backend_state_parse_fn)(const char *buf, size_t len, json_t **ret,
+				      struct field_error *err);
+
+/*
+ * What every store does at open: check (or create) dir, sweep stale temp files, read dir/name
+ * and parse it. A missing file gives an empty object. A corrupt one (unparseable, too large) is
+ * moved aside to *ret_aside (may be NULL) and also gives an empty object: returns 1 then, else 0;
+ * -errno (err filled) for what must stop the store from opening (permissions, I/O).
+ */
+int backend_state_load(const char *dir, const char *name, backend_state_parse_fn parse,
+		       json_t **ret, char **ret_aside, struct field_error *err);
+
 /*
  * Read dir/name into a NUL-terminated buffer. -ENOENT when missing (err untouched); -EPERM for
  * a symlink, a non-regular file, another owner or group/other permission bits; -EFBIG over
