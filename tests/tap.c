@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "tests/tap.h"
 
 static unsigned tap_planned, tap_run, tap_failed;
@@ -146,4 +150,76 @@ void bail(const char *fmt, ...)
 int tap_exit_status(void)
 {
 	return tap_failed == 0 && (tap_lazy || tap_planned == tap_run) ? 0 : 1;
+}
+
+const char *tap_srcdir(void)
+{
+	const char *s = getenv("top_srcdir");
+
+	return s ? s : ".";
+}
+
+char *tap_path_in(const char *dir, const char *name)
+{
+	char *p = strdup_printf("%s/%s", dir, name);
+
+	if (!p)
+		bail("out of memory");
+	return p;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **tap_list_files(const char *dir, const char *suffix)
+{
+	_cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d || !l)
+		bail("cannot list %s", dir);
+	while ((de = readdir(d))) {
+		char **nl;
+
+		if (!endswith(de->d_name, suffix))
+			continue;
+		nl = reallocarray(l, n + 2, sizeof(char *));
+		if (!nl)
+			bail("out of memory");
+		l = nl;
+		l[n] = strdup(de->d_name);
+		if (!l[n])
+			bail("out of memory");
+		l[++n] = NULL;
+	}
+	qsort(l, n, sizeof(char *), cmp_str);
+	return TAKE_PTR(l);
+}
+
+int tap_dir_entries(const char *dir)
+{
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+			n++;
+	return n;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	return remove(path) < 0 ? -1 : 0;
+}
+
+int tap_rm_rf(const char *dir)
+{
+	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 ? -errno : 0;
 }

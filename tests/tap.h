@@ -20,5 +20,18 @@ void skip(unsigned n, const char *fmt, ...) _printf_(2, 3);
 /* Skip the whole test for a missing feature; a failure under CORDON_MUST_WORK=1. */
 _noreturn_ void skip_all(const char *fmt, ...) _printf_(1, 2);
 _noreturn_ void bail(const char *fmt, ...) _printf_(1, 2);
+
+/* Fixture helpers shared by the unit tests (each bails on out-of-memory). */
+/* $top_srcdir, or "." outside make check. */
+const char *tap_srcdir(void);
+/* dir/name, malloc'd. */
+char *tap_path_in(const char *dir, const char *name);
+/* The sorted names in dir ending in suffix, NULL-terminated (free with strv_free). */
+char **tap_list_files(const char *dir, const char *suffix);
+/* Entries of dir other than "." and "..", or -errno. */
+int tap_dir_entries(const char *dir);
+/* Remove dir and everything below it (no symlink is followed); -errno on failure. */
+int tap_rm_rf(const char *dir);
+
 /* Exit status summarizing the run (0 all passed and the plan matched, 1 otherwise). */
 int tap_exit_status(void);

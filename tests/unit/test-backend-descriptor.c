@@ -7,7 +7,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,47 +17,6 @@
 #include "common/util.h"
 #include "controller/backend-descriptor.h"
 #include "tests/tap.h"
-
-static const char *srcdir(void)
-{
-	const char *s = getenv("top_srcdir");
-
-	return s ? s : ".";
-}
-
-static int cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The sorted *.json names of a fixture directory. */
-static char **list_json(const char *dir)
-{
-	_cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d = opendir(dir);
-
-	if (!d || !l)
-		bail("cannot list %s", dir);
-	while ((de = readdir(d))) {
-		char **nl;
-
-		if (!endswith(de->d_name, ".json"))
-			continue;
-		nl = reallocarray(l, n + 2, sizeof(char *));
-		if (!nl)
-			bail("out of memory");
-		l = nl;
-		l[n] = strdup(de->d_name);
-		if (!l[n])
-			bail("out of memory");
-		l[++n] = NULL;
-	}
-	closedir(d);
-	qsort(l, n, sizeof(char *), cmp);
-	return TAKE_PTR(l);
-}
 
 static int parse_file(const char *path, unsigned flags, struct backend_descriptor **ret,
 		      struct field_error *err)
@@ -73,8 +31,9 @@ static int parse_file(const char *path, unsigned flags, struct backend_descripto
 
 static void test_invalid(void)
 {
-	_cleanup_free_ char *dir = strdup_printf("%s/tests/fixtures/descriptors/invalid", srcdir());
-	_cleanup_strv_free_ char **names = list_json(dir);
+	_cleanup_free_ char *dir =
+		strdup_printf("%s/tests/fixtures/descriptors/invalid", tap_srcdir());
+	_cleanup_strv_free_ char **names = tap_list_files(dir, ".json");
 
 	ok(strv_length(names) >= 80, "at least 80 invalid descriptor fixtures (%zu)",
 	   strv_length(names));
@@ -105,8 +64,9 @@ static void test_invalid(void)
 
 static void test_valid(void)
 {
-	_cleanup_free_ char *dir = strdup_printf("%s/tests/fixtures/descriptors/valid", srcdir());
-	_cleanup_strv_free_ char **names = list_json(dir);
+	_cleanup_free_ char *dir =
+		strdup_printf("%s/tests/fixtures/descriptors/valid", tap_srcdir());
+	_cleanup_strv_free_ char **names = tap_list_files(dir, ".json");
 
 	ok(strv_length(names) >= 5, "valid descriptor fixtures present (%zu)", strv_length(names));
 	for (char **n = names; *n; n++) {
@@ -130,7 +90,7 @@ static void test_valid(void)
 static void test_docker_contents(void)
 {
 	_cleanup_free_ char *path =
-		strdup_printf("%s/tests/fixtures/descriptors/valid/docker.json", srcdir());
+		strdup_printf("%s/tests/fixtures/descriptors/valid/docker.json", tap_srcdir());
 	_cleanup_backend_descriptor_ struct backend_descriptor *d = NULL;
 	_cleanup_json_ json_t *j = NULL;
 	struct field_error err = { "", "" };

@@ -15,7 +15,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <linux/fs.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,38 +67,9 @@ static void watch(const void *p, size_t len)
 
 static struct backend_ref ref_a, ref_b;
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
-static int dir_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)))
-		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-			n++;
-	(void)closedir(d);
-	return n;
-}
-
-static char *path_in(const char *dir, const char *name)
-{
-	char *p = strdup_printf("%s/%s", dir, name);
-
-	if (!p)
-		bail("out of memory");
-	return p;
-}
-
 static char *read_raw(const char *dir, const char *name, size_t *len)
 {
-	_cleanup_free_ char *p = path_in(dir, name);
+	_cleanup_free_ char *p = tap_path_in(dir, name);
 	char *buf = NULL;
 
 	if (read_full_file(p, 1 << 20, &buf, len) < 0)
@@ -109,7 +79,7 @@ static char *read_raw(const char *dir, const char *name, size_t *len)
 
 static void write_raw(const char *dir, const char *name, const void *data, size_t len, mode_t mode)
 {
-	_cleanup_free_ char *p = path_in(dir, name);
+	_cleanup_free_ char *p = tap_path_in(dir, name);
 
 	if (write_file_atomic(p, data, len, mode) < 0)
 		bail("cannot write %s", p);
@@ -201,7 +171,7 @@ static int open_store(const char *dir, struct backend_secrets **s)
 
 static void test_roundtrip(const char *base)
 {
-	_cleanup_free_ char *dir = path_in(base, "rt"), *kp = NULL, *text = NULL;
+	_cleanup_free_ char *dir = tap_path_in(base, "rt"), *kp = NULL, *text = NULL;
 	_cleanup_backend_secrets_ struct backend_secrets *s = NULL;
 	_cleanup_secret_ char *got = NULL;
 	struct field_error err = { "", "" };
@@ -209,7 +179,7 @@ static void test_roundtrip(const char *base)
 	char big[BACKEND_SETTING_VALUE_MAX + 2];
 
 	open_store(dir, &s);
-	kp = path_in(dir, "secrets.key");
+	kp = tap_path_in(dir, "secrets.key");
 	ok(!backend_secrets_configured(s, &ref_a, "apiKey"), "nothing configured at first");
 	is_int(-ENOENT, backend_secrets_resolve(s, &ref_a, "apiKey", &got, &err),
 	       "resolving nothing is -ENOENT");
@@ -226,7 +196,7 @@ static void test_roundtrip(const char *base)
 	big[sizeof(big) - 1] = '\0';
 	is_int(-E2BIG, backend_secrets_set(s, &ref_a, "apiKey", big, &err),
 	       "and a value over %d bytes", BACKEND_SETTING_VALUE_MAX);
-	is_int(0, dir_entries(dir), "none of which wrote anything");
+	is_int(0, tap_dir_entries(dir), "none of which wrote anything");
 
 	is_int(0, backend_secrets_set(s, &ref_a, "apiKey", PLAIN, &err), "set");
 	ok(backend_secrets_configured(s, &ref_a, "apiKey"), "configured");
@@ -240,11 +210,11 @@ static void test_roundtrip(const char *base)
 		   st.st_uid == geteuid() && st.st_size == 32,
 	   "secrets.key: 32 bytes, 0600, ours");
 	{
-		_cleanup_free_ char *sp = path_in(dir, "secrets.json");
+		_cleanup_free_ char *sp = tap_path_in(dir, "secrets.json");
 
 		ok(stat(sp, &st) == 0 && (st.st_mode & 07777) == 0600, "secrets.json is 0600");
 	}
-	is_int(2, dir_entries(dir), "just secrets.json and secrets.key: no temp files");
+	is_int(2, tap_dir_entries(dir), "just secrets.json and secrets.key: no temp files");
 	ok(!dir_contains(dir, PLAIN) && !dir_contains(dir, "correct-horse"),
 	   "no file holds the plaintext, raw or base64");
 	text = read_raw(dir, "secrets.json", NULL);
@@ -315,7 +285,7 @@ static void test_roundtrip(const char *base)
 
 static void test_tamper(const char *base)
 {
-	_cleanup_free_ char *dir = path_in(base, "tamper"), *good = NULL;
+	_cleanup_free_ char *dir = tap_path_in(base, "tamper"), *good = NULL;
 	_cleanup_backend_secrets_ struct backend_secrets *s = NULL;
 	struct field_error err = { "", "" };
 	char *got = NULL;
@@ -377,7 +347,7 @@ static void test_tamper(const char *base)
 	/* A different key. */
 	{
 		unsigned char key[32];
-		_cleanup_free_ char *kp = path_in(dir, "secrets.key");
+		_cleanup_free_ char *kp = tap_path_in(dir, "secrets.key");
 
 		write_raw(dir, "secrets.json", good, good_len, 0600);
 		randombytes_buf(key, sizeof(key));
@@ -396,7 +366,7 @@ static void test_tamper(const char *base)
 static void test_key_file(const char *base)
 {
 	static const mode_t modes[] = { 0644, 0640, 0604, 0620, 0602 };
-	_cleanup_free_ char *dir = path_in(base, "key"), *kp = NULL, *key = NULL;
+	_cleanup_free_ char *dir = tap_path_in(base, "key"), *kp = NULL, *key = NULL;
 	_cleanup_backend_secrets_ struct backend_secrets *s = NULL;
 	struct field_error err = { "", "" };
 	char *got = NULL;
@@ -406,7 +376,7 @@ static void test_key_file(const char *base)
 	if (backend_secrets_set(s, &ref_a, "apiKey", PLAIN, &err) < 0)
 		bail("set");
 	backend_secrets_free(TAKE_PTR(s));
-	kp = path_in(dir, "secrets.key");
+	kp = tap_path_in(dir, "secrets.key");
 	key = read_raw(dir, "secrets.key", &key_len);
 
 	for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
@@ -446,7 +416,7 @@ static void test_key_file(const char *base)
 
 	/* A symlink to a perfectly good key is refused too. */
 	{
-		_cleanup_free_ char *real = path_in(base, "key-elsewhere");
+		_cleanup_free_ char *real = tap_path_in(base, "key-elsewhere");
 
 		write_raw(base, "key-elsewhere", key, key_len, 0600);
 		if (unlink(kp) < 0 || symlink(real, kp) < 0)
@@ -497,7 +467,7 @@ static void test_key_file(const char *base)
 
 static void test_corrupt(const char *base)
 {
-	_cleanup_free_ char *dir = path_in(base, "corrupt"), *aside = NULL, *kept = NULL;
+	_cleanup_free_ char *dir = tap_path_in(base, "corrupt"), *aside = NULL, *kept = NULL;
 	_cleanup_backend_secrets_ struct backend_secrets *s = NULL;
 	struct field_error err = { "", "" };
 	static const char junk[] = "{\"version\":1,\"cipher\":\"xsalsa20poly1305\",\"values\":{"
@@ -542,7 +512,7 @@ static int freeze_dir(const char *dir, bool on)
 
 static void test_failure(const char *base)
 {
-	_cleanup_free_ char *dir = path_in(base, "frozen"), *before = NULL, *after = NULL;
+	_cleanup_free_ char *dir = tap_path_in(base, "frozen"), *before = NULL, *after = NULL;
 	_cleanup_backend_secrets_ struct backend_secrets *s = NULL;
 	struct field_error err = { "", "" };
 	char *got = NULL;
@@ -569,12 +539,12 @@ static void test_failure(const char *base)
 	ok(backend_secrets_resolve(s, &ref_a, "apiKey", &got, &err) == 0 && streq(got, PLAIN),
 	   "and the store still resolves the previous value");
 	backend_secret_free(got);
-	is_int(2, dir_entries(dir), "no temp file is left");
+	is_int(2, tap_dir_entries(dir), "no temp file is left");
 }
 
 static void test_wipe(const char *base)
 {
-	_cleanup_free_ char *dir = path_in(base, "wipe");
+	_cleanup_free_ char *dir = tap_path_in(base, "wipe");
 	_cleanup_backend_secrets_ struct backend_secrets *s = NULL;
 	struct field_error err = { "", "" };
 	char *got = NULL, *plain;
@@ -664,7 +634,7 @@ int main(void)
 	test_failure(base);
 	test_wipe(base);
 
-	if (nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+	if (tap_rm_rf(base) < 0)
 		diag("could not remove %s", base);
 	return tap_exit_status();
 }

@@ -17,10 +17,8 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,38 +240,9 @@ static void test_scrub_and_effective(void)
 	   "stored values over defaults; no secret, no unset field, no obsolete id");
 }
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
-static int dir_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)))
-		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-			n++;
-	(void)closedir(d);
-	return n;
-}
-
-static char *path_in(const char *dir, const char *name)
-{
-	char *p = strdup_printf("%s/%s", dir, name);
-
-	if (!p)
-		bail("out of memory");
-	return p;
-}
-
 static void write_raw(const char *dir, const char *name, const char *text, mode_t mode)
 {
-	_cleanup_free_ char *p = path_in(dir, name);
+	_cleanup_free_ char *p = tap_path_in(dir, name);
 
 	if (write_file_atomic(p, text, strlen(text), mode) < 0)
 		bail("cannot write %s", p);
@@ -281,7 +250,7 @@ static void write_raw(const char *dir, const char *name, const char *text, mode_
 
 static char *read_raw(const char *dir, const char *name)
 {
-	_cleanup_free_ char *p = path_in(dir, name);
+	_cleanup_free_ char *p = tap_path_in(dir, name);
 	char *buf = NULL;
 
 	if (read_full_file(p, 1 << 20, &buf, NULL) < 0)
@@ -317,7 +286,7 @@ static struct backend_ref ref_cloud, ref_other;
 
 static void test_store_basic(const char *base)
 {
-	_cleanup_free_ char *dir = path_in(base, "store"), *text = NULL, *sp = NULL;
+	_cleanup_free_ char *dir = tap_path_in(base, "store"), *text = NULL, *sp = NULL;
 	_cleanup_backend_settings_store_ struct backend_settings_store *s = NULL;
 	_cleanup_json_ json_t *in =
 		json_pack("{s:s, s:i, s:b}", "image", "alpine", "cpus", 2, "verbose", 1);
@@ -343,10 +312,10 @@ static void test_store_basic(const char *base)
 	is_str("alpine", json_string_value(json_object_get(got, "image")),
 	       "get returns a copy: changing it does not change the store");
 
-	sp = path_in(dir, "settings.json");
+	sp = tap_path_in(dir, "settings.json");
 	ok(stat(sp, &st) == 0 && (st.st_mode & 07777) == 0600 && st.st_uid == geteuid(),
 	   "settings.json is 0600 and ours");
-	is_int(1, dir_entries(dir), "no temp file is left behind");
+	is_int(1, tap_dir_entries(dir), "no temp file is left behind");
 	text = read_raw(dir, "settings.json");
 	doc = text ? json_loads(text, 0, NULL) : NULL;
 	ok(doc && json_integer_value(json_object_get(doc, "version")) == 1 &&
@@ -381,7 +350,7 @@ static void test_store_basic(const char *base)
 
 static void test_store_errors(const char *base)
 {
-	_cleanup_free_ char *dir = path_in(base, "perm"), *sp = NULL, *link = NULL;
+	_cleanup_free_ char *dir = tap_path_in(base, "perm"), *sp = NULL, *link = NULL;
 	_cleanup_backend_settings_store_ struct backend_settings_store *s = NULL;
 	struct field_error err = { "", "" };
 
@@ -407,8 +376,8 @@ static void test_store_errors(const char *base)
 	write_raw(dir, "settings.json", "{\"version\":1,\"backends\":{}}", 0644);
 	is_int(-EPERM, backend_settings_store_open(dir, &s, NULL, &err),
 	       "a settings.json readable by others is refused, not treated as corrupt");
-	sp = path_in(dir, "settings.json");
-	is_int(1, dir_entries(dir), "and left where it is");
+	sp = tap_path_in(dir, "settings.json");
+	is_int(1, tap_dir_entries(dir), "and left where it is");
 	if (unlink(sp) < 0 || symlink("/etc/passwd", sp) < 0)
 		bail("symlink: %m");
 	is_int(-EPERM, backend_settings_store_open(dir, &s, NULL, &err),
@@ -433,7 +402,7 @@ static void test_store_corrupt(const char *base)
 
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		_cleanup_free_ char *name = strdup_printf("corrupt%zu", i);
-		_cleanup_free_ char *dir = path_in(base, name), *aside = NULL, *kept = NULL;
+		_cleanup_free_ char *dir = tap_path_in(base, name), *aside = NULL, *kept = NULL;
 		_cleanup_backend_settings_store_ struct backend_settings_store *s = NULL;
 		_cleanup_json_ json_t *got = NULL;
 		struct field_error err = { "", "" };
@@ -453,14 +422,14 @@ static void test_store_corrupt(const char *base)
 		ok(kept && streq(kept, bad[i].text), "corrupt file %zu: the copy is intact", i);
 		ok(s && backend_settings_store_get(s, &ref_cloud, &got) == 0,
 		   "corrupt file %zu: the store starts empty", i);
-		is_int(1, dir_entries(dir), "corrupt file %zu: only the copy is in the directory",
-		       i);
+		is_int(1, tap_dir_entries(dir),
+		       "corrupt file %zu: only the copy is in the directory", i);
 	}
 }
 
 static void test_store_failure(const char *base)
 {
-	_cleanup_free_ char *dir = path_in(base, "frozen"), *sp = NULL, *before = NULL;
+	_cleanup_free_ char *dir = tap_path_in(base, "frozen"), *sp = NULL, *before = NULL;
 	_cleanup_free_ char *after = NULL;
 	_cleanup_backend_settings_store_ struct backend_settings_store *s = NULL;
 	_cleanup_json_ json_t *v1 = json_pack("{s:s}", "image", "one");
@@ -476,7 +445,7 @@ static void test_store_failure(const char *base)
 	a.ref = ref_cloud;
 	if (backend_active_save(s, &a, false) < 0)
 		bail("active set-up");
-	sp = path_in(dir, "settings.json");
+	sp = tap_path_in(dir, "settings.json");
 	before = read_raw(dir, "settings.json");
 
 	/* The file itself cannot be replaced: the temp file is written, the rename fails. */
@@ -490,7 +459,7 @@ static void test_store_failure(const char *base)
 		   err.reason);
 		after = read_raw(dir, "settings.json");
 		ok(before && after && streq(before, after), "the previous file is intact");
-		is_int(2, dir_entries(dir), "the temp file is removed");
+		is_int(2, tap_dir_entries(dir), "the temp file is removed");
 		backend_settings_store_get(s, &ref_cloud, &got);
 		is_str("one", json_string_value(json_object_get(got, "image")),
 		       "and the store still holds the previous settings");
@@ -519,14 +488,14 @@ static void test_store_failure(const char *base)
 		ok(backend_ref_equal(&back.ref, &ref_cloud) && back.generation == 3,
 		   "with the previous selection");
 	}
-	is_int(2, dir_entries(dir), "nothing but settings.json and active.json remains");
+	is_int(2, tap_dir_entries(dir), "nothing but settings.json and active.json remains");
 	is_int(0, backend_settings_store_put(s, &ref_cloud, v2, &err),
 	       "once writable again, put works");
 }
 
 static void test_store_survives(const char *base)
 {
-	_cleanup_free_ char *dir = path_in(base, "survive");
+	_cleanup_free_ char *dir = tap_path_in(base, "survive");
 	_cleanup_backend_settings_store_ struct backend_settings_store *s = NULL;
 	_cleanup_json_ json_t *v = json_pack("{s:s, s:i}", "image", "mine", "cpus", 8);
 	_cleanup_json_ json_t *w = json_pack("{s:b}", "verbose", 1);
@@ -558,7 +527,7 @@ static void test_store_survives(const char *base)
  * exactly those. */
 static void test_store_stale(const char *base)
 {
-	_cleanup_free_ char *dir = path_in(base, "stale");
+	_cleanup_free_ char *dir = tap_path_in(base, "stale");
 	_cleanup_backend_settings_store_ struct backend_settings_store *s = NULL;
 	static const char *const names[] = { "settings.json.tmp.AbC123", "active.json.tmp.zzzzzz",
 					     "keep.tmp.toolong", ".tmp.abcdef", "keep" };
@@ -567,20 +536,20 @@ static void test_store_stale(const char *base)
 	if (mkdir(dir, 0700) < 0)
 		bail("mkdir: %m");
 	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-		_cleanup_free_ char *p = path_in(dir, names[i]);
+		_cleanup_free_ char *p = tap_path_in(dir, names[i]);
 		_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 
 		if (fd < 0)
 			bail("create %s: %m", names[i]);
 	}
 	is_int(0, backend_settings_store_open(dir, &s, NULL, &err), "open with leftovers");
-	is_int(3, dir_entries(dir), "the two temp files are gone, the rest is kept");
+	is_int(3, tap_dir_entries(dir), "the two temp files are gone, the rest is kept");
 	is_int(0, backend_state_remove_stale(dir), "a second sweep finds nothing");
 }
 
 static void test_active(const char *base)
 {
-	_cleanup_free_ char *dir = path_in(base, "active"), *text = NULL, *ap = NULL;
+	_cleanup_free_ char *dir = tap_path_in(base, "active"), *text = NULL, *ap = NULL;
 	_cleanup_backend_settings_store_ struct backend_settings_store *s = NULL;
 	struct backend_active a = { .ref = ref_cloud, .generation = 7 }, back, host = { 0 };
 	struct field_error err = { "", "" };
@@ -589,7 +558,7 @@ static void test_active(const char *base)
 
 	if (backend_settings_store_open(dir, &s, NULL, &err) < 0)
 		bail("open");
-	ap = path_in(dir, "active.json");
+	ap = tap_path_in(dir, "active.json");
 	is_int(BACKEND_ACTIVE_DEFAULT, backend_active_load(s, false, &back, &err),
 	       "no active.json: the default");
 	ok(backend_ref_format(&back.ref, buf, sizeof(buf)) == 0 && streq(buf, "builtin:auto") &&
@@ -609,7 +578,7 @@ static void test_active(const char *base)
 	}
 	is_int(BACKEND_ACTIVE_LOADED, backend_active_load(s, false, &back, &err), "load it back");
 	ok(backend_ref_equal(&back.ref, &ref_cloud) && back.generation == 7, "round trip");
-	is_int(1, dir_entries(dir), "no temp file left behind");
+	is_int(1, tap_dir_entries(dir), "no temp file left behind");
 
 	/* Torn writes: every proper prefix of the file is builtin:auto. */
 	{
@@ -724,7 +693,7 @@ int main(void)
 	test_active(base);
 
 	backend_descriptor_free(desc);
-	if (nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+	if (tap_rm_rf(base) < 0)
 		diag("could not remove %s", base);
 	return tap_exit_status();
 }

@@ -6,10 +6,8 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -39,22 +37,6 @@ static bool same_file(int a, int b)
 
 	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
 	       sa.st_ino == sb.st_ino;
-}
-
-/* Entries of dir other than "." and "..". */
-static int dir_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)))
-		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-			n++;
-	(void)closedir(d);
-	return n;
 }
 
 struct reader {
@@ -210,7 +192,7 @@ static void test_write_file_atomic(const char *dir)
 		bail("out of memory");
 	if (mkdir(sub, 0755) < 0)
 		bail("mkdir %s: %m", sub);
-	before = dir_entries(dir);
+	before = tap_dir_entries(dir);
 
 	old_umask = umask(077);
 	is_int(0, write_file_atomic(path, "old content, longer", 19, 0600),
@@ -222,14 +204,14 @@ static void test_write_file_atomic(const char *dir)
 	if (stat(path, &st) < 0)
 		bail("stat %s: %m", path);
 	is_int(0644, st.st_mode & 07777, "the mode is applied exactly, umask notwithstanding");
-	is_int(before + 1, dir_entries(dir), "no temporary file is left behind");
+	is_int(before + 1, tap_dir_entries(dir), "no temporary file is left behind");
 
 	ok(write_file_atomic(missing, "x", 1, 0644) == -ENOENT,
 	   "a path in a missing directory fails with -ENOENT");
-	is_int(before + 1, dir_entries(dir), "and leaves nothing behind");
+	is_int(before + 1, tap_dir_entries(dir), "and leaves nothing behind");
 	ok(write_file_atomic(sub, "x", 1, 0644) < 0, "replacing a directory fails");
 	ok(stat(sub, &st) == 0 && S_ISDIR(st.st_mode), "the directory is untouched");
-	is_int(before + 1, dir_entries(dir), "and the temporary file is removed");
+	is_int(before + 1, tap_dir_entries(dir), "and the temporary file is removed");
 }
 
 static void test_mkdir_p(const char *dir)
@@ -289,11 +271,6 @@ static void test_fd_counting(void)
 	is_int(n0, count_open_fds(), "closing them brings the count back");
 }
 
-static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	return remove(path) < 0 ? -1 : 0;
-}
-
 int main(void)
 {
 	char dir[] = "/tmp/cordon-test-system.XXXXXX";
@@ -310,7 +287,7 @@ int main(void)
 	test_mkdir_p(dir);
 	test_fd_counting();
 
-	if (nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+	if (tap_rm_rf(dir) < 0)
 		diag("could not remove %s", dir);
 	return tap_exit_status();
 }

@@ -6,7 +6,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,49 +19,10 @@
 #include "policy/policy-parse.h"
 #include "tests/tap.h"
 
-static const char *srcdir(void)
-{
-	const char *s = getenv("top_srcdir");
-
-	return s ? s : ".";
-}
-
-static int cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The sorted *.json names of a fixture directory. */
-static char **list_json(const char *dir)
-{
-	_cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d = opendir(dir);
-
-	if (!d || !l)
-		bail("cannot list %s", dir);
-	while ((de = readdir(d))) {
-		char **nl;
-
-		if (!endswith(de->d_name, ".json"))
-			continue;
-		nl = reallocarray(l, n + 2, sizeof(char *));
-		if (!nl)
-			bail("out of memory");
-		l = nl;
-		l[n] = strdup(de->d_name);
-		l[++n] = NULL;
-	}
-	closedir(d);
-	qsort(l, n, sizeof(char *), cmp);
-	return TAKE_PTR(l);
-}
-
 static void test_invalid(void)
 {
-	_cleanup_free_ char *dir = strdup_printf("%s/tests/fixtures/invalid", srcdir());
-	_cleanup_strv_free_ char **names = list_json(dir);
+	_cleanup_free_ char *dir = strdup_printf("%s/tests/fixtures/invalid", tap_srcdir());
+	_cleanup_strv_free_ char **names = tap_list_files(dir, ".json");
 
 	ok(strv_length(names) >= 40, "at least 40 invalid fixtures (%zu)", strv_length(names));
 	for (char **n = names; *n; n++) {
@@ -92,8 +52,8 @@ static void test_invalid(void)
 
 static void test_valid(void)
 {
-	_cleanup_free_ char *dir = strdup_printf("%s/tests/fixtures/valid", srcdir());
-	_cleanup_strv_free_ char **names = list_json(dir);
+	_cleanup_free_ char *dir = strdup_printf("%s/tests/fixtures/valid", tap_srcdir());
+	_cleanup_strv_free_ char **names = tap_list_files(dir, ".json");
 
 	ok(strv_length(names) >= 4, "valid fixtures present");
 	for (char **n = names; *n; n++) {
@@ -271,7 +231,7 @@ static void test_file_limit(void)
 /* Every JSON example of docs/POLICY.md parses, and the default shown is the embedded one. */
 static void test_docs(void)
 {
-	_cleanup_free_ char *path = strdup_printf("%s/docs/POLICY.md", srcdir()), *doc = NULL;
+	_cleanup_free_ char *path = strdup_printf("%s/docs/POLICY.md", tap_srcdir()), *doc = NULL;
 	unsigned n = 0;
 	bool default_shown = false;
 	char *c;
