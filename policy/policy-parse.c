@@ -38,8 +38,16 @@ static bool path_reserved(const char *canon)
 	return policy_path_under(canon, "/proc") || policy_path_under(canon, "/dev");
 }
 
-static int parse_path_list(json_t *obj, const char *key, const char *path, char ***ret,
-			   struct field_error *err)
+/* One entry of a string list: its canonical form in *out, or an error naming q. */
+typedef int (*list_item_fn)(const char *in, const char *key, const char *q, char **out,
+			    struct field_error *err);
+
+/*
+ * obj[key]: an optional array of at most max strings, each made canonical by item and none
+ * listed twice. 1 with *ret set, 0 when absent.
+ */
+static int parse_list(json_t *obj, const char *key, const char *path, size_t max,
+		      const char *expected, list_item_fn item, char ***ret, struct field_error *err)
 {
 	_cleanup_strv_free_ char **l = NULL;
 	char p[PATHBUF];
@@ -47,7 +55,7 @@ static int parse_path_list(json_t *obj, const char *key, const char *path, char 
 	size_t i;
 	int r;
 
-	r = ipc_json_get_array(obj, key, false, POLICY_LIST_MAX, path, &a, err);
+	r = ipc_json_get_array(obj, key, false, max, path, &a, err);
 	if (r <= 0)
 		return r;
 	json_path_join(p, sizeof(p), path, key);
@@ -55,25 +63,14 @@ static int parse_path_list(json_t *obj, const char *key, const char *path, char 
 	if (!l)
 		return -ENOMEM;
 	json_array_foreach(a, i, v) {
-		const char *reason = NULL;
 		char q[PATHBUF];
 
 		json_path_index(q, sizeof(q), p, i);
 		if (!json_is_string(v))
-			return field_error_set(err, -EINVAL, q, NULL, "expected a path string");
-		r = policy_path_canonicalize(json_string_value(v), &l[i], &reason);
-		if (r == -ENOMEM)
-			return r;
+			return field_error_set(err, -EINVAL, q, NULL, "expected %s", expected);
+		r = item(json_string_value(v), key, q, &l[i], err);
 		if (r < 0)
-			return field_error_set(err, r, q, NULL, "%s", reason);
-		if (streq(l[i], "/") && !streq(key, "deny"))
-			return field_error_set(err, -EINVAL, q, NULL,
-					       "the sandbox has a fresh root; list directories "
-					       "instead of \"/\"");
-		if (path_reserved(l[i]))
-			return field_error_set(err, -EINVAL, q, NULL,
-					       "\"%s\" is provided by cordon and cannot be listed",
-					       l[i]);
+			return r;
 		for (size_t k = 0; k < i; k++)
 			if (streq(l[k], l[i]))
 				return field_error_set(err, -EINVAL, q, NULL,
@@ -82,6 +79,33 @@ static int parse_path_list(json_t *obj, const char *key, const char *path, char 
 	}
 	*ret = TAKE_PTR(l);
 	return 1;
+}
+
+static int path_item(const char *in, const char *key, const char *q, char **out,
+		     struct field_error *err)
+{
+	const char *reason = NULL;
+	int r;
+
+	r = policy_path_canonicalize(in, out, &reason);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return field_error_set(err, r, q, NULL, "%s", reason);
+	if (streq(*out, "/") && !streq(key, "deny"))
+		return field_error_set(err, -EINVAL, q, NULL,
+				       "the sandbox has a fresh root; list directories "
+				       "instead of \"/\"");
+	if (path_reserved(*out))
+		return field_error_set(err, -EINVAL, q, NULL,
+				       "\"%s\" is provided by cordon and cannot be listed", *out);
+	return 0;
+}
+
+static int parse_path_list(json_t *obj, const char *key, const char *path, char ***ret,
+			   struct field_error *err)
+{
+	return parse_list(obj, key, path, POLICY_LIST_MAX, "a path string", path_item, ret, err);
 }
 
 static int parse_workspace(struct policy *p, json_t *fs, struct field_error *err)
@@ -295,91 +319,57 @@ static int domain_canonicalize(const char *in, char **ret, const char **ret_reas
 	return 0;
 }
 
+static int domain_item(const char *in, const char *key, const char *q, char **out,
+		       struct field_error *err)
+{
+	const char *reason = NULL;
+	int r;
+
+	r = domain_canonicalize(in, out, &reason);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return field_error_set(err, r, q, NULL, "\"%s\": %s", in, reason);
+	return 0;
+}
+
 static int parse_domain_list(json_t *obj, const char *key, const char *path, char ***ret,
 			     struct field_error *err)
 {
-	_cleanup_strv_free_ char **l = NULL;
-	char p[PATHBUF];
-	json_t *a = NULL, *v;
-	size_t i;
-	int r;
-
-	r = ipc_json_get_array(obj, key, false, POLICY_DOMAINS_MAX, path, &a, err);
-	if (r <= 0)
-		return r;
-	json_path_join(p, sizeof(p), path, key);
-	l = calloc(json_array_size(a) + 1, sizeof(char *));
-	if (!l)
-		return -ENOMEM;
-	json_array_foreach(a, i, v) {
-		const char *reason = NULL;
-		char q[PATHBUF];
-
-		json_path_index(q, sizeof(q), p, i);
-		if (!json_is_string(v))
-			return field_error_set(err, -EINVAL, q, NULL, "expected a domain string");
-		r = domain_canonicalize(json_string_value(v), &l[i], &reason);
-		if (r == -ENOMEM)
-			return r;
-		if (r < 0)
-			return field_error_set(err, r, q, NULL, "\"%s\": %s", json_string_value(v),
-					       reason);
-		for (size_t k = 0; k < i; k++)
-			if (streq(l[k], l[i]))
-				return field_error_set(err, -EINVAL, q, NULL,
-						       "\"%s\" is already listed in %s[%zu]", l[i],
-						       p, k);
-	}
-	*ret = TAKE_PTR(l);
-	return 1;
+	return parse_list(obj, key, path, POLICY_DOMAINS_MAX, "a domain string", domain_item, ret,
+			  err);
 }
 
 /* "name=address": a pinned address for a name, used by the proxy instead of DNS. */
-static int parse_resolve(json_t *net, const char *path, char ***ret, struct field_error *err)
+static int resolve_item(const char *in, const char *key, const char *q, char **out,
+			struct field_error *err)
 {
-	_cleanup_strv_free_ char **l = NULL;
-	char p[PATHBUF];
-	json_t *a = NULL, *v;
-	size_t i;
+	_cleanup_free_ char *name = NULL, *canon = NULL;
+	const char *reason = NULL, *eq = strchr(in, '=');
+	unsigned char addr[16];
 	int r;
 
-	r = ipc_json_get_array(net, "resolve", false, POLICY_DOMAINS_MAX, path, &a, err);
-	if (r <= 0)
-		return r;
-	json_path_join(p, sizeof(p), path, "resolve");
-	l = calloc(json_array_size(a) + 1, sizeof(char *));
-	if (!l)
+	if (!eq)
+		return field_error_set(err, -EINVAL, q, NULL, "expected \"name=address\"");
+	name = strndup(in, (size_t)(eq - in));
+	if (!name)
 		return -ENOMEM;
-	json_array_foreach(a, i, v) {
-		_cleanup_free_ char *name = NULL, *canon = NULL;
-		const char *reason = NULL, *eq;
-		unsigned char addr[16];
-		char q[PATHBUF];
+	r = domain_canonicalize(name, &canon, &reason);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0 || strchr(canon, ':') || canon[0] == '*')
+		return field_error_set(err, -EINVAL, q, NULL, "\"%s\": not an exact name", name);
+	if (inet_pton(AF_INET, eq + 1, addr) != 1 && inet_pton(AF_INET6, eq + 1, addr) != 1)
+		return field_error_set(err, -EINVAL, q, NULL,
+				       "\"%s\" is not an IPv4 or IPv6 address", eq + 1);
+	*out = strdup_printf("%s=%s", canon, eq + 1);
+	return *out ? 0 : -ENOMEM;
+}
 
-		json_path_index(q, sizeof(q), p, i);
-		if (!json_is_string(v))
-			return field_error_set(err, -EINVAL, q, NULL, "expected \"name=address\"");
-		eq = strchr(json_string_value(v), '=');
-		if (!eq)
-			return field_error_set(err, -EINVAL, q, NULL, "expected \"name=address\"");
-		name = strndup(json_string_value(v), (size_t)(eq - json_string_value(v)));
-		if (!name)
-			return -ENOMEM;
-		r = domain_canonicalize(name, &canon, &reason);
-		if (r == -ENOMEM)
-			return r;
-		if (r < 0 || strchr(canon, ':') || canon[0] == '*')
-			return field_error_set(err, -EINVAL, q, NULL, "\"%s\": not an exact name",
-					       name);
-		if (inet_pton(AF_INET, eq + 1, addr) != 1 && inet_pton(AF_INET6, eq + 1, addr) != 1)
-			return field_error_set(err, -EINVAL, q, NULL,
-					       "\"%s\" is not an IPv4 or IPv6 address", eq + 1);
-		l[i] = strdup_printf("%s=%s", canon, eq + 1);
-		if (!l[i])
-			return -ENOMEM;
-	}
-	*ret = TAKE_PTR(l);
-	return 1;
+static int parse_resolve(json_t *net, const char *path, char ***ret, struct field_error *err)
+{
+	return parse_list(net, "resolve", path, POLICY_DOMAINS_MAX, "\"name=address\"",
+			  resolve_item, ret, err);
 }
 
 static int parse_network(struct policy *p, json_t *doc, struct field_error *err)
@@ -584,34 +574,19 @@ static int parse_env(struct policy *p, json_t *doc, struct field_error *err)
 	return 0;
 }
 
+static int syscall_item(const char *in, const char *key, const char *q, char **out,
+			struct field_error *err)
+{
+	if (!policy_syscall_name_known(in))
+		return field_error_set(err, -EINVAL, q, NULL, "unknown syscall \"%s\"", in);
+	*out = strdup(in);
+	return *out ? 0 : -ENOMEM;
+}
+
 static int parse_syscall_list(json_t *sc, const char *key, char ***ret, struct field_error *err)
 {
-	char **l = NULL;
-	int r;
-
-	r = ipc_json_get_strv(sc, key, false, POLICY_SYSCALLS_MAX, 64, "syscalls", &l, err);
-	if (r <= 0)
-		return r;
-	for (size_t i = 0; l[i]; i++) {
-		char p[PATHBUF], q[PATHBUF];
-
-		json_path_join(p, sizeof(p), "syscalls", key);
-		json_path_index(q, sizeof(q), p, i);
-		if (!policy_syscall_name_known(l[i])) {
-			r = field_error_set(err, -EINVAL, q, NULL, "unknown syscall \"%s\"", l[i]);
-			strv_free(l);
-			return r;
-		}
-		for (size_t k = 0; k < i; k++)
-			if (streq(l[k], l[i])) {
-				r = field_error_set(err, -EINVAL, q, NULL,
-						    "\"%s\" is already listed", l[i]);
-				strv_free(l);
-				return r;
-			}
-	}
-	*ret = l;
-	return 1;
+	return parse_list(sc, key, "syscalls", POLICY_SYSCALLS_MAX, "a syscall name", syscall_item,
+			  ret, err);
 }
 
 static int parse_syscalls(struct policy *p, json_t *doc, struct field_error *err)
