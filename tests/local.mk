@@ -2,6 +2,8 @@
 ## whose corpus make check replays (tests/fuzz).
 check_LIBRARIES += libtap.a
 libtap_a_SOURCES = %reldir%/tap.c %reldir%/tap.h
+## The shell tests' TAP functions (sourced by the integration scripts).
+EXTRA_DIST += %reldir%/integration/tap-lib.sh
 
 TEST_UNIT_LDADD = libtap.a libipc.a libcommon.a $(JANSSON_LIBS)
 TEST_UNIT_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)

@@ -10,44 +10,7 @@ set -u
 : "${top_builddir:?run through make check}"
 : "${top_srcdir:?run through make check}"
 
-TAP_N=0
-TAP_FAILED=0
-
-plan() { echo "1..$1"; }
-ok() { # ok COND-STATUS DESCRIPTION
-	TAP_N=$((TAP_N + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $TAP_N - $2"
-	else
-		echo "not ok $TAP_N - $2"
-		TAP_FAILED=$((TAP_FAILED + 1))
-	fi
-}
-is() { # is WANT GOT DESCRIPTION
-	TAP_N=$((TAP_N + 1))
-	if [ "$1" = "$2" ]; then
-		echo "ok $TAP_N - $3"
-	else
-		echo "not ok $TAP_N - $3"
-		echo "#   wanted: $1"
-		echo "#      got: $2"
-		TAP_FAILED=$((TAP_FAILED + 1))
-	fi
-}
-diag() { echo "# $*"; }
-skip_all() {
-	if [ "${CORDON_MUST_WORK:-0}" = 1 ]; then
-		echo "1..1"
-		echo "not ok 1 - required feature missing (CORDON_MUST_WORK=1): $*"
-		exit 1
-	fi
-	echo "1..0 # SKIP $*"
-	exit 0
-}
-done_testing() {
-	[ "$TAP_FAILED" -eq 0 ]
-	exit $?
-}
+. "$top_srcdir/tests/integration/tap-lib.sh"
 
 CORDON="$top_builddir/cordon"
 export CORDON_CONTROLLER="$top_builddir/cordon-controller"

@@ -9,40 +9,8 @@
 # unprivileged user. `make uninstall` removes every file again.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
+. "$top_srcdir/tests/integration/tap-lib.sh"
 
-must_work=${CORDON_MUST_WORK:-0}
-skip_all() {
-	if [ "$must_work" = 1 ]; then
-		echo "1..1"
-		echo "not ok 1 - $1 (CORDON_MUST_WORK=1)"
-		exit 1
-	fi
-	echo "1..0 # SKIP $1"
-	exit 0
-}
-n=0
-failed=0
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=1
-	fi
-}
-skip() {
-	n=$((n + 1))
-	if [ "$must_work" = 1 ]; then
-		echo "not ok $n - $1 (CORDON_MUST_WORK=1)"
-		failed=1
-	else
-		echo "ok $n # SKIP $1"
-	fi
-}
-diag() {
-	printf '%s\n' "$@" | sed 's/^/# /'
-}
 
 command -v make >/dev/null 2>&1 || skip_all "make not found"
 command -v python3 >/dev/null 2>&1 || skip_all "python3 not found"
@@ -167,10 +135,6 @@ ok $? "make uninstall removes every file but the modified floor"
 
 # No step of a staged install needs root (unless --with-file-caps, which is documented to).
 # (Not applicable is a plain skip; a missing tool is a failure under CORDON_MUST_WORK=1.)
-na() {
-	n=$((n + 1))
-	echo "ok $n # SKIP $1"
-}
 if [ "$file_caps" = yes ]; then
 	na "configured --with-file-caps: a staged install runs setcap, which needs CAP_SETFCAP"
 	na "(idem)"
@@ -195,4 +159,4 @@ else
 	ok $? "the unprivileged staged install has the same files and modes"
 fi
 
-exit $failed
+done_testing

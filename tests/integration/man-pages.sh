@@ -9,31 +9,8 @@
 # cordon-launcherd.json(5).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
+. "$top_srcdir/tests/integration/tap-lib.sh"
 
-must_work=${CORDON_MUST_WORK:-0}
-skip_all() {
-	if [ "$must_work" = 1 ]; then
-		echo "1..1"
-		echo "not ok 1 - $1 (CORDON_MUST_WORK=1)"
-		exit 1
-	fi
-	echo "1..0 # SKIP $1"
-	exit 0
-}
-n=0
-failed=0
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=1
-	fi
-}
-diag() {
-	printf '%s\n' "$@" | sed 's/^/# /'
-}
 
 command -v man >/dev/null 2>&1 || skip_all "man not found (Debian: man-db)"
 command -v python3 >/dev/null 2>&1 || skip_all "python3 not found"
@@ -160,4 +137,4 @@ sys.exit(0 if m and json.loads(m.group(1).replace("\\-", "-")) == shipped else 1
 PY
 ok $? "cordon-launcherd.json(5) shows exactly the shipped etc/launcherd.json"
 
-exit $failed
+done_testing

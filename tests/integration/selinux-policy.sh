@@ -13,17 +13,9 @@
 # with CORDON_MUST_WORK=1 (CI) that is a failure instead.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
+. "$top_srcdir/tests/integration/tap-lib.sh"
 . "$top_srcdir/tests/integration/launcherd-caps-lib.sh"
 
-skip_all() {
-	if [ "${CORDON_MUST_WORK:-0}" = 1 ]; then
-		echo "1..1"
-		echo "not ok 1 - $1 (CORDON_MUST_WORK=1)"
-		exit 1
-	fi
-	echo "1..0 # SKIP $1"
-	exit 0
-}
 
 for tool in sesearch seinfo semodule selabel_lookup; do
 	command -v "$tool" >/dev/null 2>&1 ||
@@ -39,20 +31,6 @@ store="/var/lib/selinux/$policy_type"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cordon-selinux.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
-n=0
-failed=0
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=1
-	fi
-}
-diag() {
-	printf '%s\n' "$@" | sed 's/^/# /'
-}
 
 echo "1..35"
 
@@ -69,7 +47,7 @@ ok $? "cordon.pp links and expands with the distribution's $policy_type policy (
 [ $rc -eq 0 ] || diag "$(cat "$tmp/semodule.log")"
 if [ -z "$policy" ]; then
 	# Nothing below can be asked; fail every remaining point rather than stop short of the plan.
-	while [ $n -lt 35 ]; do ok 1 "no binary policy to query"; done
+	while [ $TAP_N -lt 35 ]; do ok 1 "no binary policy to query"; done
 	exit 1
 fi
 

@@ -8,18 +8,9 @@
 # Skips (1..0) when systemd-analyze is missing; with CORDON_MUST_WORK=1 (CI) that is a failure.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
+. "$top_srcdir/tests/integration/tap-lib.sh"
 . "$top_srcdir/tests/integration/launcherd-caps-lib.sh"
 
-must_work=${CORDON_MUST_WORK:-0}
-skip_all() {
-	if [ "$must_work" = 1 ]; then
-		echo "1..1"
-		echo "not ok 1 - $1 (CORDON_MUST_WORK=1)"
-		exit 1
-	fi
-	echo "1..0 # SKIP $1"
-	exit 0
-}
 
 command -v systemd-analyze >/dev/null 2>&1 || skip_all "systemd-analyze not found (Debian: systemd)"
 # Generated units are in the build tree; the static ones (socket, sysusers entry) in the source.
@@ -32,29 +23,6 @@ sysusers="$top_srcdir/systemd/sysusers/cordon.conf"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cordon-units.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
-n=0
-failed=0
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=1
-	fi
-}
-skip() {
-	n=$((n + 1))
-	if [ "$must_work" = 1 ]; then
-		echo "not ok $n - $1 (CORDON_MUST_WORK=1)"
-		failed=1
-	else
-		echo "ok $n # SKIP $1"
-	fi
-}
-diag() {
-	printf '%s\n' "$@" | sed 's/^/# /'
-}
 # The value of Key= in a unit file (last assignment wins, as in systemd).
 unit_get() {
 	sed -n "s/^$2=//p" "$1" | tail -n 1
