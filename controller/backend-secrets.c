@@ -203,41 +203,14 @@ static size_t values_count(json_t *values)
 /* Read and check secrets.key into s->key. */
 static int key_load(struct backend_secrets *s, struct field_error *err)
 {
-	_cleanup_free_ char *path = strdup_printf("%s/%s", s->dir, KEY_FILE);
 	_cleanup_close_ int fd = -1;
 	unsigned char *key;
-	struct stat st;
 	ssize_t n;
 	int r;
 
-	if (!path)
-		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0) {
-		r = -errno;
-		if (r == -ENOENT)
-			return r;
-		if (r == -ELOOP)
-			return field_error_set(err, -EPERM, "", NULL, "\"%s\" is a symlink", path);
-		return field_error_set(err, r, "", NULL, "cannot open \"%s\": %s", path,
-				       strerror(-r));
-	}
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		return field_error_set(err, r, "", NULL, "cannot stat \"%s\": %s", path,
-				       strerror(-r));
-	}
-	if (!S_ISREG(st.st_mode))
-		return field_error_set(err, -EPERM, "", NULL, "\"%s\" is not a regular file", path);
-	if (st.st_uid != geteuid())
-		return field_error_set(err, -EPERM, "", NULL,
-				       "key file \"%s\" is owned by uid %u, not us", path,
-				       (unsigned)st.st_uid);
-	if (st.st_mode & 077)
-		return field_error_set(
-			err, -EPERM, "", NULL,
-			"key file \"%s\" is accessible by group or others (mode %04o)", path,
-			(unsigned)(st.st_mode & 07777));
+	r = backend_state_file_open(s->dir, KEY_FILE, "key file", &fd, err);
+	if (r < 0)
+		return r;
 	key = sodium_malloc(KEY_BYTES + 1);
 	if (!key)
 		return -ENOMEM;
@@ -246,11 +219,11 @@ static int key_load(struct backend_secrets *s, struct field_error *err)
 	if (n != KEY_BYTES) {
 		sodium_free(key);
 		if (n < 0)
-			return field_error_set(err, (int)n, "", NULL, "cannot read \"%s\": %s",
-					       path, strerror((int)-n));
+			return field_error_set(err, (int)n, "", NULL, "cannot read \"%s/%s\": %s",
+					       s->dir, KEY_FILE, strerror((int)-n));
 		return field_error_set(err, -EBADMSG, "", NULL,
-				       "key file \"%s\" does not hold exactly %d bytes", path,
-				       (int)KEY_BYTES);
+				       "key file \"%s/%s\" does not hold exactly %d bytes", s->dir,
+				       KEY_FILE, (int)KEY_BYTES);
 	}
 	s->key = key;
 	return 0;

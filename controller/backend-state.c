@@ -78,8 +78,8 @@ int backend_state_remove_stale(const char *dir)
 	return n;
 }
 
-int backend_state_file_read(const char *dir, const char *name, size_t max, char **ret,
-			    size_t *ret_len, struct field_error *err)
+int backend_state_file_open(const char *dir, const char *name, const char *what, int *ret_fd,
+			    struct field_error *err)
 {
 	_cleanup_free_ char *path = strdup_printf("%s/%s", dir, name);
 	_cleanup_close_ int fd = -1;
@@ -106,12 +106,25 @@ int backend_state_file_read(const char *dir, const char *name, size_t max, char 
 	}
 	if (!S_ISREG(st.st_mode))
 		return field_error_set(err, -EPERM, "", NULL, "\"%s\" is not a regular file", path);
-	r = check_owner_only(&st, path, "file", err);
+	r = check_owner_only(&st, path, what, err);
+	if (r < 0)
+		return r;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int backend_state_file_read(const char *dir, const char *name, size_t max, char **ret,
+			    size_t *ret_len, struct field_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	r = backend_state_file_open(dir, name, "file", &fd, err);
 	if (r < 0)
 		return r;
 	r = read_full_fd(fd, max, ret, ret_len);
 	if (r < 0)
-		return field_error_set(err, r, "", NULL, "cannot read \"%s\": %s", path,
+		return field_error_set(err, r, "", NULL, "cannot read \"%s/%s\": %s", dir, name,
 				       r == -EFBIG ? "file too large" : strerror(-r));
 	return 0;
 }

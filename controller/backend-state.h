@@ -46,6 +46,14 @@ int backend_state_load(const char *dir, const char *name, backend_state_parse_fn
 		       json_t **ret, char **ret_aside, struct field_error *err);
 
 /*
+ * Open dir/name read-only after the checks every state file gets: -ENOENT when missing (err
+ * untouched); -EPERM for a symlink, a non-regular file, another owner or group/other permission
+ * bits (err says so, calling the file what: "file", "key file").
+ */
+int backend_state_file_open(const char *dir, const char *name, const char *what, int *ret_fd,
+			    struct field_error *err);
+
+/*
  * Read dir/name into a NUL-terminated buffer. -ENOENT when missing (err untouched); -EPERM for
  * a symlink, a non-regular file, another owner or group/other permission bits; -EFBIG over
  * max.
