@@ -4,7 +4,10 @@
  * compile + launcher spawn + capture + reply), paired round by round with a plain fork+exec of
  * the same command from this process. Reports medians, p90 and the median paired difference.
  *
- *   bench-exec [-n ROUNDS] [SOCKET]     (default socket: the user's controller)
+ *   bench-exec [-n ROUNDS] [SOCKET…]    (default socket: the user's controller)
+ *
+ * With several sockets (e.g. two builds' controllers) their rounds alternate, the order
+ * rotating every round, and each gets its own median and paired difference.
  */
 #include "config.h"
 
@@ -61,75 +64,112 @@ static double fork_exec(const char *prog)
 	return now_us() - t0;
 }
 
-int main(int argc, char **argv)
+static struct jsonrpc_conn *connect_to(const char *path)
 {
-	size_t rounds = 300;
-	char *path = NULL;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct jsonrpc_conn *conn;
-	double *a, *b, *d;
-	char cwd[4096];
-	int fd, opt;
+	int fd;
 
-	while ((opt = getopt(argc, argv, "n:")) >= 0)
-		if (opt == 'n')
-			rounds = strtoul(optarg, NULL, 10);
-	if (optind < argc)
-		path = strdup(argv[optind]);
-	else if (cordon_controller_socket_path(&path, 0) < 0)
-		return 1;
-	if (!getcwd(cwd, sizeof(cwd)))
-		return 1;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		fprintf(stderr, "bench-exec: cannot connect to %s: %m (start it: cordon ps)\n",
 			path);
-		return 1;
+		exit(1);
 	}
 	if (jsonrpc_conn_new(fd, &conn) < 0)
-		return 1;
-	a = calloc(rounds, sizeof(double));
-	b = calloc(rounds, sizeof(double));
-	d = calloc(rounds, sizeof(double));
-	for (size_t r = 0; r < rounds + 10; r++) {
-		json_t *req = jsonrpc_request_new((json_int_t)r + 1, "process.exec",
-						  json_pack("{s:[s],s:s}", "argv", "/bin/true",
-							    "callerCwd", cwd));
-		json_t *msg = NULL;
-		int fds[IPC_MAX_FDS];
-		size_t n_fds;
-		struct field_error fe;
-		double t0 = now_us(), t1;
+		exit(1);
+	return conn;
+}
 
-		if (jsonrpc_conn_send_wait(conn, req, NULL, 0) < 0 ||
-		    jsonrpc_conn_recv(conn, &msg, fds, &n_fds, -1, &fe) <= 0) {
-			fprintf(stderr, "bench-exec: the controller went away\n");
-			return 1;
-		}
-		t1 = now_us() - t0;
-		if (!json_object_get(msg, "result") ||
-		    json_integer_value(
-			    json_object_get(json_object_get(msg, "result"), "exitCode"))) {
-			char *s = json_dumps(msg, 0);
+/* One process.exec of /bin/true round trip, in microseconds. */
+static double rpc_exec(struct jsonrpc_conn *conn, json_int_t id, const char *cwd)
+{
+	json_t *req = jsonrpc_request_new(id, "process.exec",
+					  json_pack("{s:[s],s:s}", "argv", "/bin/true", "callerCwd",
+						    cwd));
+	json_t *msg = NULL;
+	int fds[IPC_MAX_FDS];
+	size_t n_fds;
+	struct field_error fe;
+	double t0 = now_us(), t;
 
-			fprintf(stderr, "bench-exec: exec failed: %s\n", s);
-			return 1;
-		}
-		json_decref(req);
-		json_decref(msg);
-		if (r >= 10) {
-			a[r - 10] = t1;
-			b[r - 10] = fork_exec("/bin/true");
-			d[r - 10] = a[r - 10] - b[r - 10];
-		}
+	if (jsonrpc_conn_send_wait(conn, req, NULL, 0) < 0 ||
+	    jsonrpc_conn_recv(conn, &msg, fds, &n_fds, -1, &fe) <= 0) {
+		fprintf(stderr, "bench-exec: the controller went away\n");
+		exit(1);
 	}
-	printf("%-22s %10s %10s\n", "", "median_us", "p90_us");
-	printf("%-22s %10.0f %10.0f\n", "fork+exec /bin/true", median(b, rounds, 0.5),
-	       median(b, rounds, 0.9));
-	printf("%-22s %10.0f %10.0f\n", "process.exec (rpc)", median(a, rounds, 0.5),
-	       median(a, rounds, 0.9));
-	printf("median paired difference: %.0f us (target <= 1500)\n", median(d, rounds, 0.5));
-	jsonrpc_conn_free(conn);
+	t = now_us() - t0;
+	if (!json_object_get(msg, "result") ||
+	    json_integer_value(json_object_get(json_object_get(msg, "result"), "exitCode"))) {
+		char *s = json_dumps(msg, 0);
+
+		fprintf(stderr, "bench-exec: exec failed: %s\n", s);
+		exit(1);
+	}
+	json_decref(req);
+	json_decref(msg);
+	return t;
+}
+
+#define MAX_SOCKETS 4
+
+int main(int argc, char **argv)
+{
+	size_t rounds = 300, n_sockets = 0;
+	const char *paths[MAX_SOCKETS];
+	char *dflt = NULL;
+	struct jsonrpc_conn *conn[MAX_SOCKETS];
+	double *a[MAX_SOCKETS], *d[MAX_SOCKETS], *b;
+	char cwd[4096];
+	int opt;
+
+	while ((opt = getopt(argc, argv, "n:")) >= 0)
+		if (opt == 'n')
+			rounds = strtoul(optarg, NULL, 10);
+	for (; optind < argc && n_sockets < MAX_SOCKETS; optind++)
+		paths[n_sockets++] = argv[optind];
+	if (n_sockets == 0) {
+		if (cordon_controller_socket_path(&dflt, 0) < 0)
+			return 1;
+		paths[n_sockets++] = dflt;
+	}
+	if (rounds == 0 || !getcwd(cwd, sizeof(cwd)))
+		return 1;
+	b = calloc(rounds * n_sockets, sizeof(double));
+	for (size_t k = 0; k < n_sockets; k++) {
+		conn[k] = connect_to(paths[k]);
+		a[k] = calloc(rounds, sizeof(double));
+		d[k] = calloc(rounds, sizeof(double));
+		for (json_int_t w = 1; w <= 10; w++) /* warm-up: the controller's plan cache */
+			(void)rpc_exec(conn[k], w, cwd);
+	}
+	/* Paired: each exec is followed by a plain fork+exec; with several controllers the
+	 * order rotates every round so that load hits them alike. */
+	for (size_t r = 0; r < rounds; r++)
+		for (size_t i = 0; i < n_sockets; i++) {
+			size_t k = (i + r) % n_sockets;
+
+			a[k][r] = rpc_exec(conn[k], (json_int_t)r + 11, cwd);
+			b[r * n_sockets + k] = fork_exec("/bin/true");
+			d[k][r] = a[k][r] - b[r * n_sockets + k];
+		}
+	printf("%-22s %10s %10s %16s\n", "", "median_us", "p90_us", "paired_diff_us");
+	printf("%-22s %10.0f %10.0f\n", "fork+exec /bin/true", median(b, rounds * n_sockets, 0.5),
+	       median(b, rounds * n_sockets, 0.9));
+	for (size_t k = 0; k < n_sockets; k++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), n_sockets > 1 ? "process.exec [%zu]" : "process.exec",
+			 k + 1);
+		printf("%-22s %10.0f %10.0f %16.0f\n", name, median(a[k], rounds, 0.5),
+		       median(a[k], rounds, 0.9), median(d[k], rounds, 0.5));
+		jsonrpc_conn_free(conn[k]);
+	}
+	if (n_sockets > 1)
+		for (size_t k = 0; k < n_sockets; k++)
+			printf("[%zu] %s\n", k + 1, paths[k]);
+	printf("target: median paired difference <= 1500 us\n");
+	free(dflt);
 	return 0;
 }

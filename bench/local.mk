@@ -20,6 +20,6 @@ bench_proxy_throughput_SOURCES = %reldir%/proxy-throughput.c
 bench_proxy_throughput_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_proxy_throughput_LDADD = libproxy.a libcommon.a $(JANSSON_LIBS)
 CLEANFILES += $(EXTRA_PROGRAMS)
-EXTRA_DIST += %reldir%/run-cli.sh
+EXTRA_DIST += %reldir%/run-cli.sh %reldir%/trace-steps.py
 bench: $(EXTRA_PROGRAMS)
 .PHONY: bench

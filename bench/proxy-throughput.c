@@ -3,15 +3,21 @@
  * bench/proxy-throughput: the allowed-domains proxy engine against plain loopback TCP.
  *
  *   bench/proxy-throughput [--mib N] [--rounds R] [--connects K] [--buffer BYTES]
+ *                          [--pipe-max BYTES] [--copy-only]
  *
  * A forked server on 127.0.0.1 (sink: read to EOF, then close; echo: answer one byte) and the
  * proxy engine in a forked child on its own event loop, with rules allowing "bench.test" pinned
  * to 127.0.0.1. Then, paired and interleaved:
  *   throughput  N MiB (default 256) client → server, directly and through a CONNECT tunnel,
- *               timed from the first byte to the server's close; R rounds (default 5);
+ *               timed from the first byte to the server's close; R rounds (default 11), the
+ *               order within a pair alternating; same client (128 KiB writes, TCP_NODELAY)
+ *               and server on both paths, only the tunnel differs;
  *   latency     K times (default 500) connect + one-byte echo directly, and connect + CONNECT +
  *               200 + one-byte echo through the proxy; the difference is what a CONNECT adds.
- * Reports medians: throughput each way and the per-pair ratio, and the added latency.
+ * Reports medians: throughput each way and the per-pair ratio, and the added latency; and where
+ * the time goes: the CPU time (/proc/PID/schedstat) client, server and proxy spent per GiB on
+ * each path. With fewer free cores than the three processes, the ratio is bounded by the ratio
+ * of those totals. --copy-only relays through the engine's buffers instead of splice() pipes.
  * Not a test: numbers depend on the machine.
  */
 #include "config.h"
@@ -93,7 +99,8 @@ _noreturn_ static void server(int lfd)
 	}
 }
 
-static size_t buffer_size = PROXY_DEFAULT_BUFFER_SIZE;
+static size_t buffer_size = PROXY_DEFAULT_BUFFER_SIZE, pipe_max = PROXY_DEFAULT_PIPE_MAX;
+static bool copy_only;
 
 _noreturn_ static void proxy(int lfd, unsigned upstream)
 {
@@ -106,6 +113,8 @@ _noreturn_ static void proxy(int lfd, unsigned upstream)
 
 	proxy_limits_default(&limits);
 	limits.buffer_size = buffer_size;
+	limits.pipe_max = pipe_max;
+	limits.copy_only = copy_only;
 	if (!allow || proxy_rules_new(a, NULL, NULL, 0, pins, &r, NULL) < 0 ||
 	    event_loop_new(&loop) < 0 ||
 	    proxy_listener_new(loop, lfd, r, &limits, NULL, NULL, &l) < 0)
@@ -164,6 +173,27 @@ static double transfer(int fd, uint64_t bytes)
 	return (double)(now_nsec() - t0) / 1e9;
 }
 
+/* CPU time a process has run, in ns (/proc/PID/schedstat: on-CPU time first). */
+static uint64_t cpu_ns(pid_t pid)
+{
+	_cleanup_free_ char *path = strdup_printf("/proc/%d/schedstat", (int)pid), *text = NULL;
+	unsigned long long v;
+
+	if (!path || read_full_file(path, 256, &text, NULL) < 0 || sscanf(text, "%llu", &v) != 1)
+		return 0;
+	return (uint64_t)v;
+}
+
+/* CPU of the client (this process), the server and the proxy. */
+struct cpu {
+	uint64_t v[3];
+};
+
+static struct cpu cpu_now(pid_t server, pid_t proxy)
+{
+	return (struct cpu){ { cpu_ns(getpid()), cpu_ns(server), cpu_ns(proxy) } };
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -196,9 +226,11 @@ int main(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "connects", required_argument, NULL, 'c' },
 		{ "buffer", required_argument, NULL, 'b' },
+		{ "pipe-max", required_argument, NULL, 'p' },
+		{ "copy-only", no_argument, NULL, 'C' },
 		{},
 	};
-	unsigned mib = 256, rounds = 5, connects = 500, sport, pport;
+	unsigned mib = 256, rounds = 11, connects = 500, sport, pport;
 	_cleanup_free_ double *direct = NULL, *proxied = NULL, *ratio = NULL, *ld = NULL,
 			      *lp = NULL, *added = NULL;
 	pid_t spid, ppid;
@@ -216,8 +248,16 @@ int main(int argc, char **argv)
 			buffer_size = (size_t)v;
 			continue;
 		}
+		if (c == 'p' && safe_atou64(optarg, &v) >= 0 && v <= (1U << 30)) {
+			pipe_max = (size_t)v;
+			continue;
+		}
+		if (c == 'C') {
+			copy_only = true;
+			continue;
+		}
 		fprintf(stderr, "usage: proxy-throughput [--mib N] [--rounds R] [--connects K] "
-				"[--buffer BYTES]\n");
+				"[--buffer BYTES] [--pipe-max BYTES] [--copy-only]\n");
 		return 2;
 	}
 	direct = calloc(rounds, sizeof(double));
@@ -246,17 +286,23 @@ int main(int argc, char **argv)
 	safe_close(pfd);
 
 	uint64_t bytes = (uint64_t)mib << 20;
+	/* CPU ns spent by client, server, proxy during the transfers of each path. */
+	uint64_t cpu[2][3] = { { 0 } };
 
 	for (unsigned i = 0; i < rounds; i++) {
 		/* Alternate which goes first so drift does not favour one side. */
 		for (unsigned k = 0; k < 2; k++) {
 			bool via_proxy = (i + k) % 2;
-			double t = transfer(via_proxy ? tunnel(pport, sport) : connect_port(sport),
-					    bytes);
+			int fd = via_proxy ? tunnel(pport, sport) : connect_port(sport);
+			struct cpu c0 = cpu_now(spid, ppid), c1;
+			double t = transfer(fd, bytes);
 
+			c1 = cpu_now(spid, ppid);
 			if (t <= 0)
 				return fprintf(stderr, "transfer failed\n"), 1;
 			(via_proxy ? proxied : direct)[i] = (double)mib / t;
+			for (unsigned j = 0; j < 3; j++)
+				cpu[via_proxy][j] += c1.v[j] - c0.v[j];
 		}
 		ratio[i] = proxied[i] / direct[i];
 		printf("round %u: direct %.0f MiB/s, proxy %.0f MiB/s, ratio %.3f\n", i + 1,
@@ -273,10 +319,20 @@ int main(int argc, char **argv)
 		added[i] = lp[i] - ld[i];
 	}
 
-	printf("throughput (%u MiB, %u paired rounds, %zu-byte proxy buffers): direct %.0f MiB/s, proxy %.0f MiB/s, "
-	       "median ratio %.3f\n",
-	       mib, rounds, buffer_size, median(direct, rounds), median(proxied, rounds),
+	printf("throughput (%u MiB, %u paired rounds, %zu-byte buffers, %s %zu): direct %.0f MiB/s, "
+	       "proxy %.0f MiB/s, median ratio %.3f\n",
+	       mib, rounds, buffer_size, copy_only ? "copying, no pipes" : "splice, pipes up to",
+	       copy_only ? (size_t)0 : pipe_max, median(direct, rounds), median(proxied, rounds),
 	       median(ratio, rounds));
+	/* Where the time goes: CPU ms per GiB moved, per process (2 paths × rounds transfers). */
+	double gib = (double)bytes * rounds / (double)(1ULL << 30);
+
+	printf("CPU ms per GiB: direct client %.0f + server %.0f (+ idle proxy %.0f) = %.0f; "
+	       "proxy client %.0f + server %.0f + proxy %.0f = %.0f\n",
+	       cpu[0][0] / 1e6 / gib, cpu[0][1] / 1e6 / gib, cpu[0][2] / 1e6 / gib,
+	       (cpu[0][0] + cpu[0][1] + cpu[0][2]) / 1e6 / gib, cpu[1][0] / 1e6 / gib,
+	       cpu[1][1] / 1e6 / gib, cpu[1][2] / 1e6 / gib,
+	       (cpu[1][0] + cpu[1][1] + cpu[1][2]) / 1e6 / gib);
 	printf("connect + 1-byte echo (%u paired): direct %.1f us, through CONNECT %.1f us, "
 	       "median added %.1f us\n",
 	       connects, median(ld, connects), median(lp, connects), median(added, connects));

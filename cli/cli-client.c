@@ -149,19 +149,6 @@ int cli_connect(struct cli *cli)
 	return 0;
 }
 
-/* A request from the controller to us (a host interaction). The CLI has no prompts yet that a
- * launcher can ask for without a terminal: answer `unavailable` so the operation fails cleanly. */
-static int answer_request(struct cli *cli, json_t *id, const char *method)
-{
-	_cleanup_json_ json_t *reply = NULL;
-
-	reply = jsonrpc_error_new(id, CORDON_ERR_UNAVAILABLE,
-				  "this client cannot present host interactions", NULL);
-	if (!reply)
-		return -ENOMEM;
-	return jsonrpc_conn_send_wait(cli->conn, reply, NULL, 0);
-}
-
 int cli_call(struct cli *cli, const char *method, json_t *params, const int *fds, size_t n_fds,
 	     json_t **ret_result, json_t **ret_error, cli_notify_cb notify, void *userdata)
 {
@@ -201,7 +188,8 @@ int cli_call(struct cli *cli, const char *method, json_t *params, const int *fds
 				notify(body, m, userdata);
 			break;
 		case JSONRPC_KIND_REQUEST:
-			(void)answer_request(cli, mid, m);
+			/* A host interaction: cli-interact.c renders it or answers unavailable. */
+			(void)cli_interact_answer(cli, mid, m, body);
 			break;
 		case JSONRPC_KIND_RESULT:
 		case JSONRPC_KIND_ERROR:

@@ -71,6 +71,12 @@ static int call_simple(struct cli *cli, const char *method, json_t *params, json
 	return CLI_EXIT_OK;
 }
 
+int cli_call_simple(struct cli *cli, const char *method, json_t *params, json_t **ret,
+		    const char *what)
+{
+	return call_simple(cli, method, params, ret, what);
+}
+
 int cli_cmd_ps(struct cli *cli, int argc, char **argv)
 {
 	_cleanup_json_ json_t *result = NULL;
@@ -381,11 +387,15 @@ int cli_cmd_backend(struct cli *cli, int argc, char **argv)
 {
 	static const char usage_text[] =
 		"Usage: cordon backend list [--json]\n"
-		"       cordon backend activate REF [--set ID=VALUE]...\n\n"
+		"       cordon backend activate REF [--set ID=VALUE]...\n"
+		"       cordon backend settings REF [--set ID=VALUE]... [--reset ID]... [--json]\n\n"
 		"list: every backend (builtin:auto, builtin:host, pack:ID:KIND), its descriptor and\n"
 		"claims, and which one serves new processes.\n"
 		"activate: switch new processes to REF, atomically; running processes stay with the\n"
-		"launcher that created them. A failure leaves the current backend active.\n";
+		"launcher that created them. A failure leaves the current backend active.\n"
+		"settings: show every setting of REF (value or default; secrets only as configured\n"
+		"or not), or change some; a change of the active backend is an activation.\n"
+		"Secrets are set with 'cordon secret set REF FIELD', never on the command line.\n";
 	_cleanup_json_ json_t *result = NULL, *settings = json_object();
 	const char *sub;
 	int i, r;
@@ -396,6 +406,8 @@ int cli_cmd_backend(struct cli *cli, int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	sub = argv[i++];
+	if (streq(sub, "settings"))
+		return cli_cmd_backend_settings(cli, argc - i + 1, argv + i - 1);
 	if (streq(sub, "list")) {
 		json_t *b;
 		size_t k;

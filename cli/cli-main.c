@@ -23,13 +23,15 @@ static const struct command {
 	{ "doctor", "show what this host supports, with a hint for each missing piece" },
 	{ "policy", "check or explain a policy file" },
 	{ "net", "allow or deny a domain for a running process (network mode proxy)" },
-	{ "backend", "list backends, or activate one for new processes" },
+	{ "backend", "list backends, activate one, or show and change its settings" },
+	{ "secret", "set or clear a backend's secret setting (value never on the command line)" },
+	{ "pack", "install, list, enable, disable or remove backend packs" },
 	{ "controller", "run the per-user controller in the foreground" },
 };
 
 static void usage(void)
 {
-	printf("Usage: cordon [--json] [--socket PATH] COMMAND [OPTIONS]\n\n"
+	printf("Usage: cordon [--json] [--socket PATH] [--non-interactive] COMMAND [OPTIONS]\n\n"
 	       "Run untrusted commands in a sandbox described by a policy.\n\nCommands:\n");
 	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
 		printf("  %-12s %s\n", commands[i].name, commands[i].summary);
@@ -40,6 +42,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
 					      { "socket", required_argument, NULL, 's' },
+					      { "non-interactive", no_argument, NULL, 'n' },
 					      { "help", no_argument, NULL, 'h' },
 					      { "version", no_argument, NULL, 'V' },
 					      {} };
@@ -56,6 +59,9 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			cli.socket = optarg;
+			break;
+		case 'n':
+			cli.non_interactive = true;
 			break;
 		case 'h':
 			usage();
@@ -94,6 +100,10 @@ int main(int argc, char **argv)
 		r = cli_cmd_net(&cli, argc, argv);
 	else if (streq(cmd, "backend"))
 		r = cli_cmd_backend(&cli, argc, argv);
+	else if (streq(cmd, "secret"))
+		r = cli_cmd_secret(&cli, argc, argv);
+	else if (streq(cmd, "pack"))
+		r = cli_cmd_pack(&cli, argc, argv);
 	else if (streq(cmd, "controller"))
 		r = cli_cmd_controller(&cli, argc, argv);
 	else if (streq(cmd, "help")) {

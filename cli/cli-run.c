@@ -297,6 +297,7 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 	_cleanup_free_ char *cwd = NULL;
 	const char *cwd_in = NULL;
 	struct run_state st = { 0 };
+	unsigned long long t_start = now_usec(), t_connected, t_answered;
 	bool detach = false;
 	uint64_t v;
 	int c, r;
@@ -458,16 +459,14 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 	r = cli_connect(cli);
 	if (r < 0)
 		return CLI_EXIT_UNAVAILABLE;
+	t_connected = now_usec();
 
 	if (capture) {
 		json_t *out, *err;
 
-		r = cli_call(cli, "process.exec", json_incref(params), NULL, 0, &result, &error,
-			     NULL, NULL);
-		if (r == -EREMOTEIO)
-			return cli_report_error(error, "exec");
-		if (r < 0)
-			return CLI_EXIT_UNAVAILABLE;
+		r = cli_call_simple(cli, "process.exec", json_incref(params), &result, "exec");
+		if (r != CLI_EXIT_OK)
+			return r;
 		if (cli->json) {
 			cli_print_json(result);
 			return exit_status_of(result);
@@ -518,6 +517,7 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 		return cli_report_error(error, "run");
 	if (r < 0)
 		return CLI_EXIT_UNAVAILABLE;
+	t_answered = now_usec();
 	st.process_id = json_string_value(json_object_get(result, "processId"));
 	if (!st.process_id)
 		return log_error("the controller's answer has no processId"), CLI_EXIT_FAILURE;
@@ -533,6 +533,9 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 		log_error_errno(r, "lost the controller while waiting for the command: %m");
 		return CLI_EXIT_UNAVAILABLE;
 	}
+	log_debug("timing (us after the start of the command): connected %llu, spawn answered "
+		  "%llu, exit notified %llu [started at %llu]",
+		  t_connected - t_start, t_answered - t_start, now_usec() - t_start, t_start);
 	if (cli->json)
 		cli_print_json(st.exit);
 	else

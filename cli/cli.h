@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <jansson.h>
 
@@ -30,8 +31,9 @@ enum {
 };
 
 struct cli {
-	bool json;	    /* --json: machine-readable output */
-	const char *socket; /* --socket: controller socket path override */
+	bool json;	      /* --json: machine-readable output */
+	const char *socket;   /* --socket: controller socket path override */
+	bool non_interactive; /* --non-interactive: host interactions answer "unavailable" */
 	struct jsonrpc_conn *conn;
 	json_int_t next_id;
 };
@@ -65,6 +67,23 @@ int cli_cmd_policy(struct cli *cli, int argc, char **argv);
 int cli_cmd_controller(struct cli *cli, int argc, char **argv);
 int cli_cmd_backend(struct cli *cli, int argc, char **argv);
 int cli_cmd_net(struct cli *cli, int argc, char **argv);
+int cli_cmd_secret(struct cli *cli, int argc, char **argv);
+int cli_cmd_pack(struct cli *cli, int argc, char **argv);
+/* Connect if needed, call, report an error reply (returning its exit code); params is stolen. */
+int cli_call_simple(struct cli *cli, const char *method, json_t *params, json_t **ret,
+		    const char *what);
+/* `cordon backend settings REF …` (cli-secret.c); argv[0] is "settings". */
+int cli_cmd_backend_settings(struct cli *cli, int argc, char **argv);
+
+/* cli-interact.c: answer a request from the controller (host.interaction) on the terminal, or
+ * "unavailable" without one. */
+int cli_interact_answer(struct cli *cli, json_t *id, const char *method, json_t *params);
+/* Read one line from stdin without echo (prompt on stderr) into buf; -ENODATA at EOF, -E2BIG
+ * when longer than size - 1. */
+int cli_read_secret(const char *prompt, char *buf, size_t size, size_t *ret_len);
+/* Locked (best effort), zeroed memory for plaintext; cli_secret_free() wipes it. */
+char *cli_secret_alloc(size_t size);
+void cli_secret_free(char *p, size_t size);
 
 /* Print a JSON value (pretty) on stdout. */
 void cli_print_json(json_t *j);

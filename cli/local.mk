@@ -5,9 +5,14 @@ cordon_SOURCES = \
 	%reldir%/cli-main.c \
 	%reldir%/cli-client.c \
 	%reldir%/cli-run.c \
-	%reldir%/cli-cmds.c
+	%reldir%/cli-cmds.c \
+	%reldir%/cli-pack.c \
+	%reldir%/cli-interact.c \
+	%reldir%/cli-secret.c
 cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 cordon_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
+# -static-pie unless configured --disable-static-cli: its start-up is part of every `cordon run`.
+cordon_LDFLAGS = $(AM_LDFLAGS) $(CLI_LDFLAGS)
 
 ## End-to-end tests through the CLI (controller started on demand, user-mode launcher).
 TESTS += \
@@ -27,5 +32,15 @@ TESTS += tests/integration/controller-backend.sh
 EXTRA_DIST += \
 	tests/integration/controller-backend.sh \
 	tests/integration/controller-backend.py
+TESTS += tests/integration/activation-crash.sh
+EXTRA_DIST += \
+	tests/integration/activation-crash.sh \
+	tests/integration/activation-crash.py
 TESTS += tests/integration/proxy-sandbox.sh
 EXTRA_DIST += tests/integration/proxy-sandbox.sh
+## The no-echo secret prompt on a real pseudo-terminal (cli-interact.c).
+check_PROGRAMS += tests/unit/test-cli-interact
+TESTS += tests/unit/test-cli-interact
+tests_unit_test_cli_interact_SOURCES = tests/unit/test-cli-interact.c cli/cli-interact.c
+tests_unit_test_cli_interact_LDADD = libtap.a libipc.a libcommon.a $(JANSSON_LIBS)
+tests_unit_test_cli_interact_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)

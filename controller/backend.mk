@@ -6,7 +6,8 @@ libbackend_a_SOURCES = \
 	%reldir%/backend-descriptor.c %reldir%/backend-descriptor.h \
 	%reldir%/backend-state.c %reldir%/backend-state.h \
 	%reldir%/backend-settings.c %reldir%/backend-settings.h \
-	%reldir%/backend-secrets.c %reldir%/backend-secrets.h
+	%reldir%/backend-secrets.c %reldir%/backend-secrets.h \
+	%reldir%/pack-manifest.c %reldir%/pack-manifest.h
 libbackend_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSODIUM_CFLAGS)
 ## What a program linking libbackend.a adds to its LDADD.
 LIBBACKEND_LIBS = libbackend.a libipc.a libcommon.a $(LIBSODIUM_LIBS) $(JANSSON_LIBS)

@@ -27,6 +27,7 @@
 #include "common/util.h"
 #include "controller/controller-backend.h"
 #include "controller/backend-descriptor.h"
+#include "controller/backend-secrets.h"
 #include "controller/backend-settings.h"
 #include "controller/controller.h"
 #include "ipc/ipc-json.h"
@@ -47,10 +48,18 @@ int backend_instance_new(struct controller *c, const struct backend_ops *ops,
 	bi->ctl = c;
 	bi->ops = ops;
 	bi->refs = 1;
-	(void)snprintf(bi->ref, sizeof(bi->ref), "%s:%s", ops->source, ops->kind);
+	(void)backend_ops_ref(ops, bi->ref, sizeof(bi->ref));
 	(void)snprintf(bi->name, sizeof(bi->name), "%s#%llu", bi->ref, ++instance_counter);
 	*ret = bi;
 	return 0;
+}
+
+int backend_ops_ref(const struct backend_ops *ops, char *buf, size_t size)
+{
+	int n = ops->pack_id ? snprintf(buf, size, "%s:%s:%s", ops->source, ops->pack_id, ops->kind)
+			     : snprintf(buf, size, "%s:%s", ops->source, ops->kind);
+
+	return n < 0 || (size_t)n >= size ? -ENOBUFS : 0;
 }
 
 struct backend_instance *backend_instance_ref(struct backend_instance *bi)
@@ -66,13 +75,25 @@ struct dispose_retry {
 	unsigned attempts;
 };
 
+static void dispose_done(struct backend_instance *bi, int r, const char *message, void *ud);
+
 /* Dispose and free an instance nobody holds any more. Runs from its own timer, never from inside
  * the instance's callbacks (its last process may end inside its own exit report). */
 static int on_dispose(struct event_source *s, void *userdata)
 {
 	struct dispose_retry *dr = userdata;
 	struct backend_instance *bi = dr->bi;
-	int r = bi->ops->dispose(bi);
+
+	if (bi->ops->dispose_async)
+		bi->ops->dispose_async(bi, dispose_done, dr);
+	else
+		dispose_done(bi, bi->ops->dispose(bi), NULL, dr);
+	return 0;
+}
+
+static void dispose_done(struct backend_instance *bi, int r, const char *message, void *ud)
+{
+	struct dispose_retry *dr = ud;
 
 	if (r < 0) {
 		/* Step 7's failure rule: the new activation stands; warn and retry in the
@@ -80,12 +101,12 @@ static int on_dispose(struct event_source *s, void *userdata)
 		if (dr->attempts == 0)
 			controller_event(bi->ctl, "backend-cleanup-failed",
 					 json_pack("{s:s,s:s}", "launcher", bi->name, "error",
-						   strerror(-r)));
+						   message ? message : strerror(-r)));
 		if (++dr->attempts < 10) {
-			log_warning_errno(r, "cleanup of %s failed (attempt %u); retrying: %m",
-					  bi->name, dr->attempts);
+			log_warning_errno(r, "cleanup of %s failed (attempt %u: %s); retrying: %m",
+					  bi->name, dr->attempts, message ? message : "");
 			(void)event_timer_set(dr->timer, DISPOSE_RETRY_USEC, false);
-			return 0;
+			return;
 		}
 		log_error_errno(r, "giving up the cleanup of %s: %m", bi->name);
 	}
@@ -96,7 +117,6 @@ static int on_dispose(struct event_source *s, void *userdata)
 	bi->ops->free(bi);
 	free(bi);
 	free(dr);
-	return 0;
 }
 
 void backend_instance_unref(struct backend_instance *bi)
@@ -113,7 +133,8 @@ void backend_instance_unref(struct backend_instance *bi)
 		free(dr);
 	}
 	/* No timer: dispose here (only reached when out of memory). */
-	(void)bi->ops->dispose(bi);
+	if (bi->ops->dispose)
+		(void)bi->ops->dispose(bi);
 	bi->ops->free(bi);
 	free(bi);
 }
@@ -125,10 +146,17 @@ const struct backend_ops *controller_backend_find(struct controller *c, const ch
 	for (size_t i = 0; i < ELEMENTSOF(builtins); i++) {
 		char r[160];
 
-		(void)snprintf(r, sizeof(r), "%s:%s", builtins[i]->source, builtins[i]->kind);
+		(void)backend_ops_ref(builtins[i], r, sizeof(r));
 		if (streq(r, ref))
 			return builtins[i];
 	}
+	if (startswith(ref, "pack:"))
+		return controller_pack_backend_find(c, ref);
+#ifdef CORDON_TEST_HOOKS
+	/* The test build only (controller-backend-test.c). */
+	if (streq(ref, "builtin:test"))
+		return &backend_test_ops;
+#endif
 	return NULL;
 }
 
@@ -140,6 +168,8 @@ struct activation {
 	const struct backend_ops *ops;
 	char ref[160];
 	json_t *settings;
+	json_t *secrets; /* step 2: field id → resolved value; wiped at the end of step 3 */
+	uint64_t origin; /* the client that asked (host interactions go to it); 0: none */
 	struct backend_instance *bi;
 	struct backend_instance *old;
 	activation_done_cb done;
@@ -153,6 +183,58 @@ static const char *const step_names[] = { "",	       "validate", "resolve-secret
 					  "swap",      "persist",  "dispose" };
 
 static void activation_run(struct activation *a);
+
+/* Overwrite every resolved secret value, then drop the object. */
+static void secrets_wipe(json_t **secrets)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(*secrets, key, v)
+		if (json_is_string(v))
+			explicit_bzero((char *)json_string_value(v), json_string_length(v));
+	json_decref(*secrets);
+	*secrets = NULL;
+}
+
+/* Step 2: every configured secret field of the backend, decrypted into a->secrets. */
+static int resolve_secrets(struct activation *a, char *msg, size_t msg_size)
+{
+	_cleanup_json_ json_t *desc = a->ops->descriptor ? a->ops->descriptor(a->ops) : NULL;
+	json_t *fields = json_object_get(json_object_get(desc, "settings"), "fields"), *f;
+	struct backend_secrets *store = NULL;
+	struct backend_ref ref;
+	size_t i;
+	int r;
+
+	a->secrets = json_object();
+	if (!a->secrets)
+		return -ENOMEM;
+	if (backend_ref_parse(a->ref, &ref) < 0)
+		return -EINVAL;
+	json_array_foreach(fields, i, f) {
+		const char *id = json_string_value(json_object_get(f, "id"));
+		struct field_error fe = { 0 };
+		_cleanup_secret_ char *value = NULL;
+
+		if (!streq_ptr(json_string_value(json_object_get(f, "type")), "secret") || !id)
+			continue;
+		if (!store && controller_secrets(a->ctl, &store) < 0)
+			store = NULL;
+		if (!store || !backend_secrets_configured(store, &ref, id))
+			continue;
+		r = backend_secrets_resolve(store, &ref, id, &value, &fe);
+		if (r < 0) {
+			/* fe names the reference and field only, never a value. */
+			(void)snprintf(msg, msg_size, "cannot resolve the secret \"%s\": %s", id,
+				       fe.reason);
+			return r;
+		}
+		if (json_object_set_new(a->secrets, id, json_string(value)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
 
 static void activation_finish(struct activation *a, int r, const char *message)
 {
@@ -171,6 +253,7 @@ static void activation_finish(struct activation *a, int r, const char *message)
 	if (a->done)
 		a->done(c, r, step_names[a->step], msg, a->bi ? a->bi->name : NULL, a->ud);
 	json_decref(a->settings);
+	secrets_wipe(&a->secrets);
 
 	/* Serialized: start the next queued activation. */
 	c->activations = a->next;
@@ -197,6 +280,13 @@ static void activation_run(struct activation *a)
 
 	switch (++a->step) {
 	case 1: /* validate */
+		/* A pack may have been disabled or removed while this activation was queued. */
+		if (controller_backend_find(c, a->ref) != a->ops) {
+			activation_finish(a, -ENOENT,
+					  "the backend is no longer available (its pack was "
+					  "disabled, removed or reinstalled)");
+			return;
+		}
 		r = controller_backend_validate_settings(c, a->ops, a->ref, a->settings, NULL);
 		if (r < 0) {
 			activation_finish(a, r, "the settings do not fit the backend's descriptor");
@@ -204,17 +294,33 @@ static void activation_run(struct activation *a)
 		}
 		activation_run(a);
 		return;
-	case 2: /* resolve secrets: configure() gets them; they are wiped after */
+	case 2: { /* resolve secrets: configure() gets them; they are wiped after */
+		char msg[512] = "cannot resolve the secrets";
+
+		r = resolve_secrets(a, msg, sizeof(msg));
+		if (r < 0) {
+			activation_finish(a, r, msg);
+			return;
+		}
 		activation_run(a);
 		return;
+	}
 	case 3:
 		r = backend_instance_new(c, a->ops, &a->bi);
 		if (r < 0) {
 			activation_finish(a, r, "out of memory");
 			return;
 		}
-		a->ops->configure(a->bi, a->settings, NULL, step_done, a);
-		return;
+		{
+			/* configure() copies what it needs of the secrets before it returns;
+			 * the activation may even finish (and a be freed) inside it. */
+			json_t *secrets = TAKE_PTR(a->secrets);
+
+			a->bi->origin_client = a->origin;
+			a->ops->configure(a->bi, a->settings, secrets, step_done, a);
+			secrets_wipe(&secrets);
+			return;
+		}
 	case 4:
 		a->ops->prepare(a->bi, step_done, a);
 		return;
@@ -239,6 +345,7 @@ static void activation_run(struct activation *a)
 		activation_run(a);
 		return;
 	case 8: /* dispose idle resources of the previous instance */
+		a->bi->origin_client = 0;
 		if (a->old)
 			backend_instance_unref(TAKE_PTR(a->old));
 		log_info("activated %s", a->bi->name);
@@ -251,6 +358,13 @@ static void activation_run(struct activation *a)
 
 int controller_backend_activate(struct controller *c, const char *ref, json_t *settings,
 				unsigned flags, activation_done_cb done, void *ud)
+{
+	return controller_backend_activate_for(c, 0, ref, settings, flags, done, ud);
+}
+
+int controller_backend_activate_for(struct controller *c, uint64_t origin_client, const char *ref,
+				    json_t *settings, unsigned flags, activation_done_cb done,
+				    void *ud)
 {
 	bool explicit_request = flags & ACTIVATE_EXPLICIT;
 	const struct backend_ops *ops = controller_backend_find(c, ref);
@@ -278,6 +392,7 @@ int controller_backend_activate(struct controller *c, const char *ref, json_t *s
 	a->settings = settings ? json_incref(settings) : json_object();
 	a->done = done;
 	a->ud = ud;
+	a->origin = origin_client;
 	a->persist = !(flags & ACTIVATE_NO_PERSIST);
 	for (tail = &c->activations; *tail; tail = &(*tail)->next)
 		;
@@ -285,6 +400,16 @@ int controller_backend_activate(struct controller *c, const char *ref, json_t *s
 	if (c->activations == a)
 		activation_run(a);
 	return 0;
+}
+
+bool controller_backend_pack_in_use(struct controller *c, const char *pack_id)
+{
+	if (c->active && streq_ptr(c->active->ops->pack_id, pack_id))
+		return true;
+	for (struct activation *a = c->activations; a; a = a->next)
+		if (streq_ptr(a->ops->pack_id, pack_id))
+			return true;
+	return false;
 }
 
 void controller_backend_lost(struct controller *c, struct backend_instance *bi)
@@ -317,6 +442,7 @@ void controller_backends_stop(struct controller *c)
 	if (c->active)
 		backend_instance_unref(TAKE_PTR(c->active));
 	backend_settings_store_free(TAKE_PTR(c->settings));
+	controller_packs_close(c);
 }
 
 /* Start-up: the persisted selection, else (or when it cannot be established) builtin:auto. */
@@ -348,6 +474,11 @@ int controller_backends_start(struct controller *c)
 		log_warning("the backend settings file was corrupt (%s); kept aside as \"%s\"",
 			    fe.reason, aside);
 
+	/* The packs first: the saved selection may be one of their backends. */
+	r = controller_packs_open(c);
+	if (r < 0)
+		log_warning_errno(r, "cannot open the installed packs in \"%s/packs\": %m",
+				  c->state_dir);
 	r = controller_backend_load_selection(c, &saved, &settings);
 	if (r >= 0 && saved && !streq(saved, "builtin:auto")) {
 		r = controller_backend_activate(c, saved, settings,
@@ -370,8 +501,21 @@ int controller_backends_start(struct controller *c)
 
 /* ------------------------------------------------------------------------- settings, persistence */
 
+struct secret_query {
+	struct backend_secrets *store;
+	struct backend_ref ref;
+};
+
+static bool secret_is_configured(void *userdata, const char *field_id)
+{
+	struct secret_query *q = userdata;
+
+	return q->store && backend_secrets_configured(q->store, &q->ref, field_id);
+}
+
 /* Step 1: the candidate settings against the backend's descriptor, through the same validation
- * packs get (controller/backend-settings.c): unknown ids, types, required fields, options. */
+ * packs get (controller/backend-settings.c): unknown ids, types, required fields, options. A
+ * required secret must be configured in the secret store. */
 int controller_backend_validate_settings(struct controller *c, const struct backend_ops *ops,
 					 const char *ref, json_t *settings, struct field_error *fe)
 {
@@ -379,10 +523,13 @@ int controller_backend_validate_settings(struct controller *c, const struct back
 	_cleanup_json_ json_t *empty = NULL;
 	struct backend_descriptor *d = NULL;
 	struct backend_settings_update u = { 0 };
+	struct secret_query q = { 0 };
 	int r;
 
 	if (!desc)
 		return -ENOMEM;
+	if (backend_ref_parse(ref, &q.ref) >= 0 && controller_secrets(c, &q.store) < 0)
+		q.store = NULL;
 	r = backend_descriptor_from_json(
 		desc, streq(ops->source, "builtin") ? BACKEND_DESCRIPTOR_BUILTIN : 0, "descriptor",
 		&d, fe);
@@ -390,7 +537,13 @@ int controller_backend_validate_settings(struct controller *c, const struct back
 		return r;
 	if (!settings)
 		settings = empty = json_object();
-	r = backend_settings_validate(d, settings, "settings", NULL, NULL, &u, fe);
+	r = backend_settings_validate(d, settings, "settings", secret_is_configured, &q, &u, fe);
+	if (r >= 0 && u.n_secrets > 0)
+		/* Secret values change only through secret.set (and secret-input interactions),
+		 * never through settings, which are persisted in the clear. */
+		r = field_error_set(fe, -EINVAL, "settings", u.secrets[0].field->id,
+				    "a secret is set with secret.set (cordon secret set), not "
+				    "in settings; an empty value means no change");
 	backend_settings_update_done(&u);
 	backend_descriptor_free(d);
 	return r;
@@ -407,8 +560,6 @@ int controller_backend_persist(struct controller *c, const char *ref, json_t *se
 	struct field_error fe = { 0 };
 	int r;
 
-	if (c->fail_persist) /* test hook: CORDON_TEST_FAIL_PERSIST */
-		return -EIO;
 	if (!c->settings)
 		return -ENODEV;
 	r = backend_ref_parse(ref, &a.ref);
@@ -458,18 +609,24 @@ int controller_backend_load_selection(struct controller *c, char **ret_ref, json
 int method_backend_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
 	struct controller *c = cl->ctl;
+	const struct backend_ops *all[ELEMENTSOF(builtins) + 256];
+	size_t n_all = 0;
 	json_t *list = json_array();
 
-	for (size_t i = 0; i < ELEMENTSOF(builtins); i++) {
-		const struct backend_ops *ops = builtins[i];
+	for (size_t i = 0; i < ELEMENTSOF(builtins); i++)
+		all[n_all++] = builtins[i];
+	n_all += controller_pack_backends(c, all + n_all, ELEMENTSOF(all) - n_all);
+	for (size_t i = 0; i < n_all; i++) {
+		const struct backend_ops *ops = all[i];
 		char ref[160];
 		bool active;
 
-		(void)snprintf(ref, sizeof(ref), "%s:%s", ops->source, ops->kind);
+		(void)backend_ops_ref(ops, ref, sizeof(ref));
 		active = c->active && streq(c->active->ref, ref);
-		json_array_append_new(list, json_pack("{s:s,s:{s:s,s:s},s:o,s:b,s:b,s:s?}", "ref",
-						      ref, "backend", "source", ops->source, "kind",
-						      ops->kind, "descriptor", ops->descriptor(ops),
+		json_array_append_new(list, json_pack("{s:s,s:{s:s,s:s,s:s?},s:o,s:b,s:b,s:s?}",
+						      "ref", ref, "backend", "source", ops->source,
+						      "kind", ops->kind, "packId", ops->pack_id,
+						      "descriptor", ops->descriptor(ops),
 						      "confined", ops->confined, "active", active,
 						      "launcher", active ? c->active->name : NULL));
 	}
@@ -512,17 +669,33 @@ int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *
 	static const char *const keys[] = { "backend", "settings", NULL };
 	struct field_error fe = { 0 };
 	struct activate_req *ar;
-	const char *ref = NULL;
-	json_t *settings = NULL;
+	const char *ref = NULL, *key;
+	json_t *given = NULL, *v;
+	_cleanup_json_ json_t *settings = NULL;
+	struct backend_ref bref;
 	int r;
 
 	if (ipc_json_check_keys(params, keys, "params", &fe) < 0 ||
 	    ipc_json_get_string(params, "backend", true, "params", &ref, &fe) < 0 ||
-	    ipc_json_get_object(params, "settings", false, "params", &settings, &fe) < 0)
+	    ipc_json_get_object(params, "settings", false, "params", &given, &fe) < 0)
 		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
 	if (!controller_backend_find(cl->ctl, ref))
 		return client_reply_error(cl, id, CORDON_ERR_NOT_FOUND, "no such backend",
 					  json_pack("{s:s}", "backend", ref));
+	/* The candidate: the stored settings with the given ones on top (null: back to the
+	 * default), so an activation without settings keeps what was saved — also what a
+	 * reinstalled pack gets back. */
+	if (cl->ctl->settings && backend_ref_parse(ref, &bref) >= 0)
+		(void)backend_settings_store_get(cl->ctl->settings, &bref, &settings);
+	if (!settings)
+		settings = json_object();
+	if (!settings)
+		return -ENOMEM;
+	json_object_foreach(given, key, v)
+		if (json_is_null(v))
+			(void)json_object_del(settings, key);
+		else
+			(void)json_object_set(settings, key, v);
 	r = controller_backend_validate_settings(cl->ctl, controller_backend_find(cl->ctl, ref),
 						 ref, settings, &fe);
 	if (r < 0)
@@ -532,8 +705,8 @@ int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *
 		return -ENOMEM;
 	ar->cl = cl;
 	ar->id = json_incref(id);
-	r = controller_backend_activate(cl->ctl, ref, settings, ACTIVATE_EXPLICIT, activate_done,
-					ar);
+	r = controller_backend_activate_for(cl->ctl, cl->id, ref, settings, ACTIVATE_EXPLICIT,
+					    activate_done, ar);
 	if (r < 0) {
 		json_decref(ar->id);
 		free(ar);

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -27,7 +29,8 @@ typedef void (*backend_spawn_cb)(struct backend_instance *bi, const char *sandbo
 				 int proxy_fd, pid_t pid, json_t *error, void *ud);
 
 struct backend_ops {
-	const char *source; /* "builtin" or "pack" */
+	const char *source;  /* "builtin" or "pack" */
+	const char *pack_id; /* the pack's id; NULL for a built-in */
 	const char *kind;
 	bool confined; /* false only for builtin:host: never chosen implicitly */
 	/* The descriptor (name, description, settings.fields, claims): data only. */
@@ -44,6 +47,9 @@ struct backend_ops {
 	int (*kill)(struct backend_instance *bi, const char *sandbox, int sig);
 	/* Release what the instance holds; < 0 is a cleanup failure (retried later). */
 	int (*dispose)(struct backend_instance *bi);
+	/* Optional, used instead of dispose when set: the same, completing through done (a pack
+	 * answers over its channel; the event loop never waits for it). */
+	void (*dispose_async)(struct backend_instance *bi, backend_done_cb done, void *ud);
 	void (*free)(struct backend_instance *bi);
 };
 
@@ -54,6 +60,10 @@ struct backend_instance {
 	char name[192]; /* "builtin:auto#3" */
 	unsigned refs;	/* the active selection holds one; every live process one */
 	bool disposed;
+	/* The client (struct client.id) that started the operation now running on the instance:
+	 * the activation (configure, prepare, probe) or the spawn being handed over; 0 for none.
+	 * A pack's host interactions go to it. */
+	uint64_t origin_client;
 	void *data; /* the backend's own state */
 };
 
@@ -64,9 +74,32 @@ struct backend_instance *backend_instance_ref(struct backend_instance *bi);
 /* Drop a reference; the last one disposes and frees the instance. */
 void backend_instance_unref(struct backend_instance *bi);
 
+/* The text form of ops' reference ("builtin:auto", "pack:org.example:cloud"). */
+int backend_ops_ref(const struct backend_ops *ops, char *buf, size_t size);
+
+/*
+ * The OS launcher for an instance: the system cordon-launcherd when its socket exists, else a
+ * user-mode one of our own, started and not waited for. msg gets the reason of a failure
+ * (controller-backend-auto.c). The caller watches ctl_launcher_fd() and says hello with
+ * ctl_launcher_hello_async(), so that nothing waits for a launcher to start (SPEC §5: a spawn
+ * never waits for an activation); backend_launcher_hello_check() then judges the reply.
+ */
+struct ctl_launcher;
+struct ctl_launcher_error;
+int backend_launcher_open(struct backend_instance *bi, struct ctl_launcher **ret, char *msg,
+			  size_t msg_size);
+/* 0 and the reply logged, or -errno with msg saying why the launcher refused hello. */
+int backend_launcher_hello_check(struct backend_instance *bi, json_t *info,
+				 const struct ctl_launcher_error *err, char *msg, size_t msg_size);
+/* Reap a user-mode launcherd whose channel is closed once it has exited, without waiting. */
+void backend_launcher_reap_later(struct controller *c, struct ctl_launcher *l);
+
 /* The built-in backends. */
 extern const struct backend_ops backend_auto_ops;
 extern const struct backend_ops backend_host_ops;
+#ifdef CORDON_TEST_HOOKS
+extern const struct backend_ops backend_test_ops; /* builtin:test, the test build only */
+#endif
 
 /* Exit reports from any instance land here (controller-process.c). */
 void controller_process_exited_on(struct controller *c, struct backend_instance *bi,

@@ -25,6 +25,7 @@
 #include "common/paths.h"
 #include "common/system.h"
 #include "common/util.h"
+#include "controller/controller-interaction.h"
 #include "controller/controller.h"
 
 /* An on-demand controller with no clients and no processes exits after this long. */
@@ -213,7 +214,6 @@ int main(int argc, char **argv)
 	r = controller_events_open(&ctl);
 	if (r < 0 && r != -EACCES && r != -EROFS)
 		return 1;
-	ctl.fail_persist = getenv("CORDON_TEST_FAIL_PERSIST") != NULL;
 	r = controller_backends_start(&ctl);
 	if (r < 0)
 		return log_error_errno(r, "no confining launcher is available: %m"), 1;
@@ -241,6 +241,8 @@ int main(int argc, char **argv)
 	while (ctl.clients)
 		controller_client_free(ctl.clients);
 	controller_backends_stop(&ctl);
+	controller_interactions_free(&ctl);
+	controller_secrets_close(&ctl);
 	controller_processes_free(&ctl);
 	controller_sandboxes_free(&ctl);
 	event_source_free(idle_src);

@@ -135,20 +135,13 @@ static void request_ctx_done(struct request_ctx *rc)
 	strv_free(rc->envp);
 }
 
-static int request_ctx_init(struct controller *c, json_t *params, bool need_argv,
+/* The request's own part of the context: argv, env, callerCwd. */
+static int request_ctx_args(struct controller *c, json_t *params, bool need_argv,
 			    struct request_ctx *rc, struct field_error *fe)
 {
-	_cleanup_json_ json_t *doc = NULL;
-	json_t *hello = controller_launcher_hello(c);
 	static char *const no_argv[] = { (char *)"/bin/true", NULL };
 	int r;
 
-	r = controller_request_policy(c, params, &doc, fe);
-	if (r < 0)
-		return r;
-	r = policy_parse_json(doc, &rc->policy, fe);
-	if (r < 0)
-		return r;
 	r = ipc_json_get_strv(params, "argv", need_argv, ARGV_MAX, ARG_MAX_LEN, "params", &rc->argv,
 			      fe);
 	if (r < 0)
@@ -181,6 +174,68 @@ static int request_ctx_init(struct controller *c, json_t *params, bool need_argv
 		.gid = c->gid,
 		.mem_total = c->mem_total,
 	};
+	return 0;
+}
+
+/*
+ * What no sandbox of this user may see, whatever its policy says: the controller's state
+ * directory (secrets and their key, settings, packs, the event log) and its runtime directory
+ * (the client socket, through which a sandbox could ask for anything its user may). Both join
+ * filesystem.deny, so they are hidden wherever a granted path contains them, and a grant inside
+ * one of them is refused by the compiler ("… is hidden by filesystem.deny").
+ */
+static int hide_controller_paths(struct controller *c, struct policy *p)
+{
+	_cleanup_free_ char *rundir = c->socket_path ? strdup(c->socket_path) : NULL;
+	const char *own[2] = { c->state_dir, NULL };
+	char *slash;
+
+	if (rundir && (slash = strrchr(rundir, '/')) && slash != rundir) {
+		*slash = '\0';
+		own[1] = rundir;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(own); i++) {
+		_cleanup_free_ char *canon = NULL;
+		const char *reason = NULL;
+		bool covered = false;
+		size_t n = strv_length(p->fs.deny);
+		char **l;
+
+		if (!own[i] || policy_path_canonicalize(own[i], &canon, &reason) < 0)
+			continue;
+		for (size_t k = 0; k < n; k++)
+			covered = covered || policy_path_under(canon, p->fs.deny[k]);
+		if (covered)
+			continue;
+		l = reallocarray(p->fs.deny, n + 2, sizeof(char *));
+		if (!l)
+			return -ENOMEM;
+		p->fs.deny = l;
+		l[n] = TAKE_PTR(canon);
+		l[n + 1] = NULL;
+	}
+	return 0;
+}
+
+static int request_ctx_init(struct controller *c, json_t *params, bool need_argv,
+			    struct request_ctx *rc, struct field_error *fe)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	json_t *hello = controller_launcher_hello(c);
+	int r;
+
+	r = controller_request_policy(c, params, &doc, fe);
+	if (r < 0)
+		return r;
+	r = policy_parse_json(doc, &rc->policy, fe);
+	if (r < 0)
+		return r;
+	r = hide_controller_paths(c, rc->policy);
+	if (r < 0)
+		return r;
+	r = request_ctx_args(c, params, need_argv, rc, fe);
+	if (r < 0)
+		return r;
 	if (hello) {
 		r = policy_host_caps_from_hello(hello, &rc->ctx.caps, fe);
 		if (r < 0)
@@ -219,17 +274,130 @@ int controller_request_policy_parsed(struct controller *c, json_t *params, json_
 	return r;
 }
 
+/*
+ * Compiled plans of recent requests, so that a repeated request (the same policy document and
+ * patch, sandbox, caller cwd, and launcher) skips parsing, resolving, narrowing and compiling:
+ * policy_recompile() builds only argv and envp again. It opens every bind source again too, so
+ * nothing cached can go stale: a path replaced since is exposed as it is now, and a path that
+ * appeared, vanished or became another symlink makes it compile afresh. What is kept is the
+ * parsed policy, the plan's JSON and the seccomp program (a sealed memfd); no bind-source fd.
+ */
+#define PLAN_CACHE_MAX 8
+
+struct plan_cache_entry {
+	char *key;
+	json_t *hello; /* the launcher's hello it was compiled for (held: the pointer is the id) */
+	struct policy *policy;
+	struct compiled_plan *cp;
+	unsigned long long used;
+};
+
+static struct plan_cache_entry plan_cache[PLAN_CACHE_MAX];
+static unsigned long long plan_cache_clock;
+static unsigned long long plan_cache_hits, plan_cache_misses;
+
+static void plan_cache_entry_clear(struct plan_cache_entry *e)
+{
+	free(e->key);
+	json_decref(e->hello);
+	policy_free(e->policy);
+	compiled_plan_free(e->cp);
+	*e = (struct plan_cache_entry){ 0 };
+}
+
+/* Everything of a request that shapes its plan, other than argv and env; NULL: do not cache. */
+static char *plan_cache_key(struct controller *c, json_t *params)
+{
+	json_t *given = json_object_get(params, "policy"),
+	       *patch = json_object_get(params, "policyPatch");
+	json_t *cwd = json_object_get(params, "callerCwd"),
+	       *sandbox = json_object_get(params, "sandbox");
+	_cleanup_free_ char *g = NULL, *pt = NULL;
+	const char *cw = cwd ? json_string_value(cwd) : c->home;
+
+	/* A released sandbox (ids are never reused) takes the full path, which says so. */
+	if (!cw || (sandbox && (!json_is_string(sandbox) ||
+				!controller_sandbox_policy(c, json_string_value(sandbox)))))
+		return NULL;
+	if (given && !(g = json_dumps(given, JSON_COMPACT | JSON_SORT_KEYS)))
+		return NULL;
+	if (patch && !(pt = json_dumps(patch, JSON_COMPACT | JSON_SORT_KEYS)))
+		return NULL;
+	return strdup_printf("%zu:%s|%zu:%s|%zu:%s|%s", strlen(cw), cw,
+			     sandbox ? json_string_length(sandbox) : 0,
+			     sandbox ? json_string_value(sandbox) : "", g ? strlen(g) : 0,
+			     g ? g : "", pt ? pt : "");
+}
+
+static struct plan_cache_entry *plan_cache_find(const char *key, json_t *hello)
+{
+	for (size_t i = 0; key && i < PLAN_CACHE_MAX; i++)
+		if (plan_cache[i].key && plan_cache[i].hello == hello &&
+		    streq(plan_cache[i].key, key)) {
+			plan_cache[i].used = ++plan_cache_clock;
+			return &plan_cache[i];
+		}
+	return NULL;
+}
+
+/* Keep policy and cp (taken) under key, in place of the least recently used entry. */
+static void plan_cache_put(char *key, json_t *hello, struct policy *policy,
+			   struct compiled_plan *cp)
+{
+	struct plan_cache_entry *e = &plan_cache[0];
+
+	for (size_t i = 1; i < PLAN_CACHE_MAX; i++)
+		if (plan_cache[i].used < e->used)
+			e = &plan_cache[i];
+	plan_cache_entry_clear(e);
+	compiled_plan_close_sources(cp);
+	*e = (struct plan_cache_entry){ .key = key,
+					.hello = json_incref(hello),
+					.policy = policy,
+					.cp = cp,
+					.used = ++plan_cache_clock };
+}
+
 int controller_compile_request(struct controller *c, json_t *params, struct ctl_plan *ret,
 			       struct field_error *fe)
 {
 	struct request_ctx rc = { 0 };
 	struct compiled_plan *cp = NULL;
+	struct plan_cache_entry *e;
+	const struct policy *policy;
+	json_t *hello = controller_launcher_hello(c);
+	_cleanup_free_ char *key = plan_cache_key(c, params);
 	const char *cwd = NULL;
 	int r;
 
-	r = request_ctx_init(c, params, true, &rc, fe);
-	if (r < 0)
-		goto out;
+	e = plan_cache_find(key, hello);
+	if (e) {
+		r = request_ctx_args(c, params, true, &rc, fe);
+		if (r < 0)
+			goto out;
+		r = policy_recompile(e->policy, e->cp, &rc.ctx, &cp, fe);
+		if (r == -ESTALE) {
+			log_debug("plan cache: a bind source changed; compiling again");
+			plan_cache_entry_clear(e);
+			e = NULL;
+			request_ctx_done(&rc);
+			rc = (struct request_ctx){ 0 };
+		} else if (r < 0)
+			goto out;
+	}
+	if (e) {
+		plan_cache_hits++;
+		policy = e->policy;
+	} else {
+		plan_cache_misses++;
+		r = request_ctx_init(c, params, true, &rc, fe);
+		if (r < 0)
+			goto out;
+		r = policy_compile(rc.policy, &rc.ctx, &cp, fe);
+		if (r < 0)
+			goto out;
+		policy = rc.policy;
+	}
 	r = ipc_json_get_string(params, "cwd", false, "params", &cwd, fe);
 	if (r < 0)
 		goto out;
@@ -237,29 +405,42 @@ int controller_compile_request(struct controller *c, json_t *params, struct ctl_
 		r = field_error_set(fe, -EINVAL, "params", "cwd", "not a normalized absolute path");
 		goto out;
 	}
-	r = policy_compile(rc.policy, &rc.ctx, &cp, fe);
-	if (r < 0)
+	/* A shallow copy: the caller sets stdio (and cwd here) on it. */
+	ret->plan = json_copy(cp->plan);
+	if (!ret->plan) {
+		r = -ENOMEM;
 		goto out;
-	ret->plan = json_incref(cp->plan);
+	}
 	if (cwd)
 		json_object_set_new(ret->plan, "cwd", json_string(cwd));
 	ret->n_fds = 0;
 	for (size_t i = 0; i < cp->n_fds; i++) {
-		int k = ctl_plan_add_fd(ret, cp->fds[i]);
+		int k;
 
+		if (e && ret->n_fds < IPC_MAX_FDS) {
+			/* This plan is ours alone: take its fds rather than copy them. */
+			ret->fds[ret->n_fds++] = TAKE_FD(cp->fds[i]);
+			continue;
+		}
+		k = ctl_plan_add_fd(ret, cp->fds[i]);
 		if (k < 0) {
 			r = k;
 			goto out;
 		}
 	}
 	ret->max_output_bytes = cp->max_output_bytes;
-	if (rc.policy->net.mode == POLICY_NETWORK_PROXY) {
-		r = proxy_rules_from_policy(rc.policy, &ret->proxy_rules);
+	if (policy->net.mode == POLICY_NETWORK_PROXY) {
+		r = proxy_rules_from_policy(policy, &ret->proxy_rules);
 		if (r < 0) {
 			r = field_error_set(fe, r, "network", NULL, "cannot build the proxy rules");
 			goto out;
 		}
 	}
+	if (!e && key) {
+		/* The plan's fds are the ctl_plan's copies now: keep the plan for next time. */
+		plan_cache_put(TAKE_PTR(key), hello, TAKE_PTR(rc.policy), TAKE_PTR(cp));
+	}
+	log_debug("plan cache: %llu hits, %llu misses", plan_cache_hits, plan_cache_misses);
 out:
 	compiled_plan_free(cp);
 	request_ctx_done(&rc);

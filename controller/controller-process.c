@@ -30,6 +30,7 @@
 #define STR_MAX (128U * 1024U)
 #define READ_CHUNK (64U * 1024U)
 #define FINISHED_KEEP 256 /* finished processes kept for `wait` and `ps` */
+#define FINISHED_SLACK 64
 #define STDIN_MAX (16U * 1024U * 1024U)
 
 enum stream_mode {
@@ -79,6 +80,9 @@ struct process {
 	bool in_close; /* closeStdin asked while data was pending */
 	uint64_t max_output;
 	unsigned long long start_usec, end_usec;
+	/* Stage times (CLOCK_MONOTONIC µs), logged at debug level when the process finishes:
+	 * request read, plan compiled, plan sent to the launcher, spawn answered, exit reported. */
+	unsigned long long t_request, t_compiled, t_sent, t_spawned, t_exit;
 	json_t *exit; /* the launcher's exit report, once it came */
 	struct waiter *waiters;
 	bool finished;
@@ -223,16 +227,23 @@ static json_t *process_result(struct process *p, bool with_output)
 	return r;
 }
 
+/* Forget the oldest finished processes beyond FINISHED_KEEP, in batches: one walk of the
+ * table per FINISHED_SLACK exits, not one per exit. */
 static void prune_finished(struct controller *c)
 {
 	unsigned n = 0;
 
-	for (struct process *p = c->processes, *next; p; p = next) {
-		next = p->next;
+	if (c->n_finished <= FINISHED_KEEP + FINISHED_SLACK)
+		return;
+	for (struct process **pp = &c->processes; *pp;) {
+		struct process *p = *pp;
+
 		if (p->finished && ++n > FINISHED_KEEP) {
-			process_unlink(c, p);
+			*pp = p->next;
 			process_free(p);
-		}
+			c->n_finished--;
+		} else
+			pp = &p->next;
 	}
 }
 
@@ -244,7 +255,14 @@ static void process_maybe_finish(struct process *p)
 	if (p->finished || !p->exit || !p->out[0].eof || !p->out[1].eof)
 		return;
 	p->finished = true;
+	c->n_finished++;
 	p->end_usec = now_usec();
+	log_debug("%s: timing (us after the request): compiled %llu, sent %llu, spawned %llu, "
+		  "exit reported %llu, finished %llu [request at %llu]",
+		  p->id, p->t_compiled - p->t_request, p->t_sent - p->t_request,
+		  p->t_spawned ? p->t_spawned - p->t_request : 0,
+		  p->t_exit ? p->t_exit - p->t_request : 0, p->end_usec - p->t_request,
+		  p->t_request);
 	stdin_close(p);
 	/* The launcher instance is no longer needed by this process: a replaced instance is
 	 * disposed once its last process got here (SPEC §5 step 7). */
@@ -596,7 +614,7 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	struct start_args a = { .exec = exec };
 	int out_r[2] = { -1, -1 };
 	struct process *p;
-	unsigned long long t_compile;
+	unsigned long long t_request = now_usec(), t_compiled;
 	int stdin_w = -1, pty_master = -1, pty_slave = -1;
 	json_t *stdio;
 	int r;
@@ -649,9 +667,8 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		}
 	}
 
-	t_compile = now_usec();
 	r = controller_compile_request(c, params, &plan, &fe);
-	t_compile = now_usec() - t_compile;
+	t_compiled = now_usec();
 	if (r == -EINVAL || r == -EPERM || r == -ENOENT || r == -ERANGE || r == -E2BIG) {
 		controller_event(c, "policy-refused",
 				 json_pack("{s:s,s:s}", "field", fe.field, "reason", fe.reason));
@@ -691,9 +708,16 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 				r = child_fd;
 				goto fail;
 			}
-		} else if (a.mode[i] == STREAM_FD)
-			child_fd = fd_dup_cloexec(a.stdio_fd[i], 3);
-		else if (a.mode[i] == STREAM_PIPE) {
+		} else if (a.mode[i] == STREAM_FD) {
+			/* The client's fd, copied into the plan (the request keeps its own). */
+			k = ctl_plan_add_fd(&plan, a.stdio_fd[i]);
+			if (k < 0) {
+				r = k;
+				goto fail;
+			}
+			json_object_set_new(stdio, names[i], json_integer(k));
+			continue;
+		} else if (a.mode[i] == STREAM_PIPE) {
 			int pp[2];
 
 			if (pipe2(pp, O_CLOEXEC) < 0) {
@@ -765,6 +789,8 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	p->out[0].eof = p->out[1].eof = true;
 	p->max_output = plan.max_output_bytes;
 	p->start_usec = now_usec();
+	p->t_request = t_request;
+	p->t_compiled = t_compiled;
 	p->next = c->processes;
 	c->processes = p;
 	/* Output is watched only once the spawn is answered (on_spawned()), so a client never sees
@@ -776,7 +802,7 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		p->out[i].fd = TAKE_FD(out_r[i]);
 		p->out[i].eof = p->out[i].fd < 0;
 	}
-	log_debug("compile %llu us", t_compile);
+	log_debug("%s: compile %llu us", p->id, t_compiled - t_request);
 
 	{
 		const char *group = NULL;
@@ -840,6 +866,7 @@ static void on_spawned(struct backend_instance *bi, const char *sandbox, int pid
 	struct controller *c = p->ctl;
 
 	p->starting = false;
+	p->t_spawned = now_usec();
 	/* The sandbox has its copies of the fds now (or failed): drop ours, so EOF comes when it
 	 * exits and a failed start closes the pipes at once. */
 	close_many(p->plan_fds, p->n_plan_fds);
@@ -876,17 +903,18 @@ static void on_spawned(struct backend_instance *bi, const char *sandbox, int pid
 			log_warning_errno(r, "cannot serve the proxy of %s: %m", p->id);
 	} else
 		safe_close(proxy_fd);
-	controller_event(c, "spawn",
-			 json_pack("{s:s,s:s,s:s,s:i,s:O,s:b,s:s?}", "processId", p->id, "instance",
-				   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid, "argv",
-				   p->argv, "exec", p->is_exec, "sandboxId", p->group));
-	/* Reply before any exit report, so the client learns its processId first. */
+	/* Reply before any exit report, so the client learns its processId first; and before the
+	 * event, whose write to the event log need not delay the client. */
 	if (p->spawn_id && p->owner)
 		(void)client_reply(p->owner, p->spawn_id,
 				   json_pack("{s:s,s:s,s:s,s:i,s:s?}", "processId", p->id,
 					     "instance", p->sandbox, "launcher", p->launcher, "pid",
 					     (int)p->pid, "sandboxId", p->group));
 	json_decref(TAKE_PTR(p->spawn_id));
+	controller_event(c, "spawn",
+			 json_pack("{s:s,s:s,s:s,s:i,s:O,s:b,s:s?}", "processId", p->id, "instance",
+				   p->sandbox, "launcher", p->launcher, "pid", (int)p->pid, "argv",
+				   p->argv, "exec", p->is_exec, "sandboxId", p->group));
 	for (int i = 0; i < 2; i++)
 		if (capture_start(&p->out[i]) < 0)
 			capture_close(&p->out[i]);
@@ -904,7 +932,16 @@ static void on_spawned(struct backend_instance *bi, const char *sandbox, int pid
  */
 static int process_launch(struct process *p, json_t **ret_error)
 {
-	int r = p->bi->ops->spawn(p->bi, p->plan, p->plan_fds, p->n_plan_fds, on_spawned, p);
+	struct backend_instance *bi;
+	int r;
+
+	p->t_sent = now_usec();
+	/* A pack's host interactions during this spawn go to the spawning client (bi outlives
+	 * p: its freeing is deferred, see backend_instance_unref()). */
+	bi = p->bi;
+	bi->origin_client = p->owner ? p->owner->id : 0;
+	r = bi->ops->spawn(bi, p->plan, p->plan_fds, p->n_plan_fds, on_spawned, p);
+	bi->origin_client = 0;
 
 	if (r < 0) {
 		*ret_error = error_obj(CORDON_ERR_BACKEND, "the launcher is not available",
@@ -1124,7 +1161,7 @@ static void claim_early_exit(struct process *p)
 
 			json_array_remove(c->early_exits, i);
 			p->exit = json_incref(exit);
-			p->end_usec = now_usec();
+			p->end_usec = p->t_exit = now_usec();
 			process_maybe_finish(p);
 			return;
 		}
@@ -1136,7 +1173,7 @@ void controller_process_exited_on(struct controller *c, struct backend_instance 
 	for (struct process *p = c->processes; p; p = p->next)
 		if (p->bi == bi && p->sandbox && streq(p->sandbox, sandbox) && !p->exit) {
 			p->exit = json_incref(exit);
-			p->end_usec = now_usec();
+			p->end_usec = p->t_exit = now_usec();
 			process_maybe_finish(p);
 			return;
 		}
@@ -1212,6 +1249,7 @@ void controller_processes_free(struct controller *c)
 		c->processes = p->next;
 		process_free(p);
 	}
+	c->n_finished = 0;
 }
 
 int controller_process_start_internal(struct controller *c, struct client *owner, json_t *params,

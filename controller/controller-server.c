@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
+#include "controller/controller-interaction.h"
 #include "controller/controller.h"
 #include "ipc/ipc-peer.h"
 
@@ -45,6 +46,18 @@ static const struct method {
 	{ "host.doctor", method_host_doctor },
 	{ "backend.list", method_backend_list },
 	{ "backend.activate", method_backend_activate },
+	{ "pack.install", method_pack_install },
+	{ "pack.list", method_pack_list },
+	{ "pack.enable", method_pack_enable },
+	{ "pack.disable", method_pack_disable },
+	{ "pack.remove", method_pack_remove },
+	{ "backend.settings.get", method_backend_settings_get },
+	{ "backend.settings.set", method_backend_settings_set },
+	{ "secret.set", method_secret_set },
+	{ "secret.clear", method_secret_clear },
+#ifdef CORDON_TEST_HOOKS
+	{ "test.interaction", method_test_interaction },
+#endif
 };
 
 static int client_update_events(struct client *cl)
@@ -70,9 +83,18 @@ void controller_client_free(struct client *cl)
 		}
 	controller_processes_client_gone(c, cl);
 	controller_sandboxes_client_gone(c, cl);
+	controller_interactions_client_gone(c, cl);
 	event_source_free(cl->src);
 	jsonrpc_conn_free(cl->conn);
 	free(cl);
+}
+
+struct client *controller_client_find(struct controller *c, uint64_t id)
+{
+	for (struct client *k = c->clients; k; k = k->next)
+		if (k->id == id)
+			return k;
+	return NULL;
 }
 
 int client_send(struct client *cl, json_t *msg, const int *fds, size_t n_fds)
@@ -143,10 +165,14 @@ static void dispatch(struct client *cl, json_t *msg, int *fds, size_t n_fds)
 		(void)client_send(cl, m, NULL, 0);
 		return;
 	}
-	if (kind != JSONRPC_KIND_REQUEST) {
-		/* Responses to host interactions and notifications from clients: none expected yet. */
+	if (kind == JSONRPC_KIND_RESULT || kind == JSONRPC_KIND_ERROR) {
+		/* The answer to a host interaction we asked (controller-interaction.c). */
+		controller_interaction_response(cl, id, kind == JSONRPC_KIND_RESULT ? params : NULL,
+						kind == JSONRPC_KIND_ERROR ? params : NULL);
 		return;
 	}
+	if (kind != JSONRPC_KIND_REQUEST)
+		return; /* notifications from clients: none defined */
 	if (params && !json_is_object(params)) {
 		(void)client_reply_error(cl, id, JSONRPC_INVALID_PARAMS, "params must be an object",
 					 NULL);
@@ -242,6 +268,7 @@ static int on_accept(struct event_source *s, int fd, uint32_t revents, void *use
 		if (!cl)
 			return -ENOMEM;
 		cl->ctl = c;
+		cl->id = ++c->next_client_id;
 		cl->uid = uc.uid;
 		cl->pid = uc.pid;
 		r = jsonrpc_conn_new(TAKE_FD(cfd), &cl->conn);

@@ -25,6 +25,7 @@ struct client {
 	struct client *next;
 	struct jsonrpc_conn *conn;
 	struct event_source *src;
+	uint64_t id; /* unique for the controller's life, never reused (controller_client_find) */
 	uid_t uid;
 	pid_t pid;
 	bool subscribed; /* events.subscribe with follow */
@@ -44,9 +45,9 @@ struct controller {
 	struct sandbox *sandboxes;
 	unsigned long long next_sandbox;
 	unsigned long long next_process;
+	unsigned n_finished; /* finished processes still in the table (controller-process.c) */
 	struct backend_instance *active;	 /* serves new processes (controller-backend.c) */
 	struct activation *activations;		 /* the running activation, then the queued ones */
-	bool fail_persist;			 /* test hook: persisting the selection fails */
 	struct backend_settings_store *settings; /* settings.json and active.json */
 	unsigned long long generation;		 /* of the persisted selection */
 	json_t *early_exits;			 /* exit reports that overtook their spawn answer */
@@ -55,6 +56,11 @@ struct controller {
 	json_t *events_ring; /* recent events, newest last */
 	unsigned long long mem_total;
 	bool exiting;
+	uint64_t next_client_id;	    /* controller-server.c */
+	struct interaction *interactions;   /* host interactions waiting for an answer */
+	struct backend_secrets *secrets;    /* opened on first use (controller-settings.c) */
+	struct pack_store *packs;	    /* installed packs (pack-store.c) */
+	struct pack_backend *pack_backends; /* their backends' ops (controller-backend-pack.c) */
 };
 
 /* controller-server.c */
@@ -67,6 +73,8 @@ int client_reply_error(struct client *cl, json_t *id, int code, const char *mess
 /* An error naming a field: {"field": …, "reason": …} in data. */
 int client_reply_field_error(struct client *cl, json_t *id, int code, const struct field_error *fe);
 int client_notify(struct client *cl, const char *method, json_t *params);
+/* The connected client with this id, or NULL when it is gone. */
+struct client *controller_client_find(struct controller *c, uint64_t id);
 
 /* A method handler. It answers with client_reply*() now or later (it may keep id). fds are the
  * request's fds: the handler takes the ones it uses (sets them to -1); the rest are closed. */
@@ -121,6 +129,22 @@ void controller_sandboxes_free(struct controller *c);
 int method_policy_check(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 
+/* controller-settings.c: backend settings and secrets (SPEC §4). */
+int method_backend_settings_get(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_backend_settings_set(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_secret_set(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_secret_clear(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+/* The secret store, opened on first use in the state directory; -errno when it cannot be. */
+int controller_secrets(struct controller *c, struct backend_secrets **ret);
+/* 0 when ref is a known backend whose descriptor has field as a secret; else -ENOENT/-EINVAL
+ * with fe naming "backend" or "field". */
+int controller_backend_secret_field(struct controller *c, const char *ref, const char *field,
+				    struct field_error *fe);
+void controller_secrets_close(struct controller *c);
+/* The settings.changed event of a secret change: field ids and what happened, never a value. */
+void controller_secret_event(struct controller *c, const char *ref, const char *field,
+			     const char *action, bool changed);
+
 /* controller-doctor.c */
 int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 
@@ -168,6 +192,11 @@ enum {
 };
 int controller_backend_activate(struct controller *c, const char *ref, json_t *settings,
 				unsigned flags, activation_done_cb done, void *ud);
+/* The same, on behalf of a client (struct client.id): a launcher's host interactions during the
+ * activation go to it. */
+int controller_backend_activate_for(struct controller *c, uint64_t origin_client, const char *ref,
+				    json_t *settings, unsigned flags, activation_done_cb done,
+				    void *ud);
 int controller_backends_start(struct controller *c);
 void controller_backends_stop(struct controller *c);
 const struct backend_ops *controller_backend_find(struct controller *c, const char *ref);
@@ -175,11 +204,22 @@ int controller_backend_validate_settings(struct controller *c, const struct back
 					 const char *ref, json_t *settings, struct field_error *fe);
 int controller_backend_persist(struct controller *c, const char *ref, json_t *settings);
 int controller_backend_load_selection(struct controller *c, char **ret_ref, json_t **ret_settings);
+/* Is a backend of the pack active, or being or about to be activated? */
+bool controller_backend_pack_in_use(struct controller *c, const char *pack_id);
 /* An instance's launcher went away: its processes are gone; re-establish auto if active. */
 void controller_backend_lost(struct controller *c, struct backend_instance *bi);
 void controller_processes_instance_lost(struct controller *c, struct backend_instance *bi);
-/* Packs (controller-packs.c). */
+/* Packs (controller-packs.c): the installed packs, their backends, the pack.* methods. */
 const struct backend_ops *controller_pack_backend_find(struct controller *c, const char *ref);
+/* The backends of the enabled packs, at most max into out; returns how many. */
+size_t controller_pack_backends(struct controller *c, const struct backend_ops **out, size_t max);
+int controller_packs_open(struct controller *c);
+void controller_packs_close(struct controller *c);
+int method_pack_install(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_pack_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_pack_enable(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_pack_disable(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_pack_remove(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_backend_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 /* The active launcher's hello reply (capabilities and floor), borrowed. */

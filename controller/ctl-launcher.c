@@ -27,6 +27,7 @@ struct pending {
 	int fds[IPC_MAX_FDS]; /* …and its fds */
 	size_t n_fds;
 	ctl_launcher_spawn_cb spawn_cb; /* async spawn */
+	ctl_launcher_hello_cb hello_cb; /* async hello */
 	void *userdata;
 };
 
@@ -251,6 +252,18 @@ static int recv_one(struct ctl_launcher *l, bool block)
 
 		if (!json_is_integer(jseq) || json_integer_value(jseq) != p->seq)
 			continue;
+		if (p->hello_cb) {
+			struct ctl_launcher_error e = { 0 };
+			bool ok = streq_ptr(json_string_value(json_object_get(m, "type")), "hello");
+
+			*pp = p->next;
+			close_many(fds, n_fds);
+			if (!ok)
+				parse_error(m, &e);
+			p->hello_cb(l, ok ? m : NULL, ok ? NULL : &e, p->userdata);
+			free(p);
+			return 1;
+		}
 		if (p->spawn_cb) {
 			const char *type = json_string_value(json_object_get(m, "type"));
 
@@ -346,9 +359,43 @@ static const char *reply_type(const struct pending *p)
 	return json_string_value(json_object_get(p->reply, "type"));
 }
 
+static json_t *hello_msg(void)
+{
+	return json_pack("{s:s,s:i}", "type", "hello", "version", 1);
+}
+
+int ctl_launcher_hello_async(struct ctl_launcher *l, ctl_launcher_hello_cb cb, void *userdata)
+{
+	_cleanup_json_ json_t *msg = hello_msg();
+	struct pending *p;
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	p = pending_add(l);
+	if (!p)
+		return -ENOMEM;
+	p->hello_cb = cb;
+	p->userdata = userdata;
+	r = json_object_set_new(msg, "seq", json_integer(p->seq)) < 0 ? -ENOMEM : 0;
+	if (r >= 0)
+		r = ipc_frame_send_json(l->fd, msg, NULL, 0, 0);
+	if (r < 0)
+		pending_remove(l, p);
+	return r;
+}
+
+pid_t ctl_launcher_take_child(struct ctl_launcher *l)
+{
+	pid_t pid = l->child;
+
+	l->child = 0;
+	return pid;
+}
+
 int ctl_launcher_hello(struct ctl_launcher *l, json_t **ret_info, struct ctl_launcher_error *reterr)
 {
-	_cleanup_json_ json_t *msg = json_pack("{s:s,s:i}", "type", "hello", "version", 1);
+	_cleanup_json_ json_t *msg = hello_msg();
 	struct pending *p;
 	int r;
 

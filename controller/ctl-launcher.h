@@ -54,6 +54,10 @@ typedef void (*ctl_launcher_spawn_cb)(struct ctl_launcher *l, const char *sandbo
 				      pid_t pid, int proxy_fd, const struct ctl_launcher_error *err,
 				      void *userdata);
 
+/* hello's reply (info, borrowed for the call) or err. */
+typedef void (*ctl_launcher_hello_cb)(struct ctl_launcher *l, json_t *info,
+				      const struct ctl_launcher_error *err, void *userdata);
+
 /* Connect to a launcherd socket (SOCK_SEQPACKET). */
 int ctl_launcher_connect(const char *path, struct ctl_launcher **ret);
 /*
@@ -72,6 +76,13 @@ int ctl_launcher_fd(const struct ctl_launcher *l);
 int ctl_launcher_hello(struct ctl_launcher *l, json_t **ret_info,
 		       struct ctl_launcher_error *reterr);
 
+/* hello without waiting: cb runs from ctl_launcher_process() when the reply arrives. */
+int ctl_launcher_hello_async(struct ctl_launcher *l, ctl_launcher_hello_cb cb, void *userdata);
+/*
+ * Take the user-mode launcherd's pid out of l (0 when it is not our child), so that
+ * ctl_launcher_free() does not wait for it: the caller reaps it, e.g. when a pidfd says so.
+ */
+pid_t ctl_launcher_take_child(struct ctl_launcher *l);
 /*
  * Send a plan with its fds (indices as the plan names them) and wait for spawned/error.
  * Returns 0 with *ret_sandbox (malloc'd) and *ret_pidfd, or -errno (reterr filled for an

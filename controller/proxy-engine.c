@@ -10,13 +10,19 @@
  * Each direction has one buffer of limits.buffer_size bytes: reading a side stops (no EPOLLIN)
  * while the buffer towards the other side is full, and writing waits for EPOLLOUT, so a slow
  * reader holds at most two buffers per connection. The client's side is not read while the
- * upstream is being resolved and connected. One periodic timer per listener enforces the setup
- * and idle timeouts; accepting pauses at limits.max_connections.
+ * upstream is being resolved and connected. Once a tunnel's buffers are empty (the answer and
+ * any rewritten head sent) it switches to a pipe per direction and splice(): the bytes stay in
+ * the kernel, the pipe's capacity bounds them the same way, and the sockets are registered once,
+ * edge-triggered, so a bulk transfer costs no epoll_ctl() and no copy through user space. One
+ * periodic timer per listener enforces the setup and idle timeouts; accepting pauses at
+ * limits.max_connections. The request parsers are proxy-request.c's.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -76,6 +82,19 @@ struct conn {
 	struct buf down;   /* upstream → client; holds our own answers first */
 	bool c_eof, u_eof; /* read side ended */
 	bool c_shut, u_shut;
+	/*
+	 * Once tunnelling with both buffers empty, bytes move through two pipes with splice() and
+	 * never enter user space: pu client → upstream, pd upstream → client, each holding at most
+	 * its capacity (pu_cap, pd_cap: limits.buffer_size, grown to limits.pipe_max by bulk
+	 * traffic within PROXY_PIPE_GROWTH_BUDGET). The sockets are then registered once,
+	 * edge-triggered, and the readiness flags say which side may progress. Without pipes (out
+	 * of fds, or limits.copy_only) the connection keeps relaying through the buffers.
+	 */
+	bool piped, no_pipes;
+	int pu[2], pd[2];
+	size_t pu_len, pd_len, pu_cap, pd_cap;
+	size_t grown; /* bytes this connection's pipes grew by (PROXY_PIPE_GROWTH_BUDGET) */
+	bool c_in, c_out, u_in, u_out;
 	struct proxy_rules *rules; /* the rules this connection is decided with */
 	struct proxy_verdict verdict;
 	struct proxy_query *query;
@@ -104,6 +123,12 @@ struct proxy_listener {
 	uint64_t next_id;
 };
 
+/*
+ * Bytes by which the pipes of every listener in this process have grown (struct proxy_limits,
+ * pipe_max). Only the event loop's thread touches it.
+ */
+static size_t pipes_grown;
+
 static const char *const proto_names[] = {
 	[PROTO_NONE] = NULL,
 	[PROTO_CONNECT] = "connect",
@@ -113,6 +138,8 @@ static const char *const proto_names[] = {
 
 static int conn_io(struct event_source *s, int fd, uint32_t revents, void *userdata);
 static void conn_update(struct conn *c);
+static void conn_try_pipes(struct conn *c);
+static ssize_t write_from(int fd, struct buf *b);
 
 void proxy_limits_default(struct proxy_limits *ret)
 {
@@ -121,6 +148,7 @@ void proxy_limits_default(struct proxy_limits *ret)
 		.idle_timeout_usec = PROXY_DEFAULT_IDLE_TIMEOUT_USEC,
 		.setup_timeout_usec = PROXY_DEFAULT_SETUP_TIMEOUT_USEC,
 		.buffer_size = PROXY_DEFAULT_BUFFER_SIZE,
+		.pipe_max = PROXY_DEFAULT_PIPE_MAX,
 	};
 }
 
@@ -281,6 +309,9 @@ static void conn_close(struct conn *c, const char *rule, const char *reason)
 	event_source_free(c->usrc);
 	safe_close(c->cfd);
 	safe_close(c->ufd);
+	close_many(c->pu, 2);
+	close_many(c->pd, 2);
+	pipes_grown -= c->grown;
 	free(c->up.data);
 	free(c->down.data);
 	proxy_rules_unref(c->rules);
@@ -354,15 +385,6 @@ static void http_refuse(struct conn *c, unsigned status, const char *rule, const
 }
 
 /* SOCKS5 replies (RFC 1928 §6): the bound address is not disclosed. */
-#define SOCKS_OK 0x00
-#define SOCKS_FAILURE 0x01
-#define SOCKS_NOT_ALLOWED 0x02
-#define SOCKS_HOST_UNREACHABLE 0x04
-#define SOCKS_REFUSED 0x05
-#define SOCKS_TTL_EXPIRED 0x06
-#define SOCKS_BAD_COMMAND 0x07
-#define SOCKS_BAD_ADDRESS_TYPE 0x08
-
 static void socks_reply_bytes(uint8_t code, uint8_t out[10])
 {
 	const uint8_t r[10] = { 0x05, code, 0x00, 0x01, 0, 0, 0, 0, 0, 0 };
@@ -420,6 +442,11 @@ static void conn_update(struct conn *c)
 		uw = EPOLLOUT;
 		break;
 	case ST_SPLICE:
+		if (c->piped) {
+			/* Registered once; pipe_relay() tracks readiness from the edges. */
+			cw = uw = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+			break;
+		}
 		if (!c->c_eof && up_room > 0)
 			cw |= EPOLLIN;
 		if (buf_len(&c->down) > 0)
@@ -458,21 +485,36 @@ static void upstream_connected(struct conn *c)
 	} else if (c->proto == PROTO_SOCKS5) {
 		uint8_t r[10];
 
-		socks_reply_bytes(SOCKS_OK, r);
+		socks_reply_bytes(PROXY_SOCKS_OK, r);
 		(void)buf_put(&c->down, r, sizeof(r));
 	}
 	c->state = ST_SPLICE;
 	c->last_active = now_usec();
-	conn_update(c);
+	/*
+	 * Both sockets have room now: send the answer and the rewritten head (or early data) at
+	 * once rather than after another round of epoll, then tunnel.
+	 */
+	for (int i = 0; i < 2; i++) {
+		int fd = i == 0 ? c->cfd : c->ufd;
+		struct buf *b = i == 0 ? &c->down : &c->up;
+		ssize_t n = write_from(fd, b);
+
+		if (n > 0)
+			*(i == 0 ? &c->bytes_down : &c->bytes_up) += (uint64_t)n;
+		else if (n < 0 && n != -EAGAIN)
+			return conn_close_errno(c, i == 0 ? "client" : "upstream", (int)-n);
+	}
+	conn_try_pipes(c);
 }
 
 static void conn_connect_failed(struct conn *c, int error)
 {
 	char reason[PROXY_REASON_MAX];
-	uint8_t code = error == ECONNREFUSED			       ? SOCKS_REFUSED
-		       : error == ETIMEDOUT			       ? SOCKS_TTL_EXPIRED
-		       : error == EHOSTUNREACH || error == ENETUNREACH ? SOCKS_HOST_UNREACHABLE
-								       : SOCKS_FAILURE;
+	uint8_t code = error == ECONNREFUSED ? PROXY_SOCKS_REFUSED
+		       : error == ETIMEDOUT  ? PROXY_SOCKS_TTL_EXPIRED
+		       : error == EHOSTUNREACH || error == ENETUNREACH
+			       ? PROXY_SOCKS_HOST_UNREACHABLE
+			       : PROXY_SOCKS_FAILURE;
 
 	(void)snprintf(reason, sizeof(reason), "cannot connect to %s port %u (%s): %s",
 		       c->verdict.host, c->verdict.port, c->address, strerror(error));
@@ -546,7 +588,7 @@ static void conn_use_addresses(struct conn *c, const struct proxy_addr *addrs, s
 	}
 	if (c->n_addrs == 0) {
 		c->verdict = first_refusal;
-		return refuse(c, 403, SOCKS_NOT_ALLOWED, c->verdict.rule, c->verdict.reason);
+		return refuse(c, 403, PROXY_SOCKS_NOT_ALLOWED, c->verdict.rule, c->verdict.reason);
 	}
 	conn_connect_next(c);
 }
@@ -560,7 +602,7 @@ static void on_resolved(int error, const struct proxy_addr *addrs, size_t n, voi
 	if (error != 0) {
 		(void)snprintf(reason, sizeof(reason), "cannot resolve %s: %s", c->verdict.host,
 			       gai_strerror(error));
-		return refuse(c, 502, SOCKS_HOST_UNREACHABLE, "resolve", reason);
+		return refuse(c, 502, PROXY_SOCKS_HOST_UNREACHABLE, "resolve", reason);
 	}
 	conn_use_addresses(c, addrs, n);
 }
@@ -573,306 +615,98 @@ static void conn_decide(struct conn *c, const char *host, unsigned port)
 
 	proxy_rules_check(c->rules, host, port, &c->verdict);
 	if (!c->verdict.allowed)
-		return refuse(c, 403, SOCKS_NOT_ALLOWED, c->verdict.rule, c->verdict.reason);
+		return refuse(c, 403, PROXY_SOCKS_NOT_ALLOWED, c->verdict.rule, c->verdict.reason);
 	if (c->verdict.have_addr)
 		return conn_use_addresses(c, &c->verdict.addr, 1);
 
 	if (!l->resolver) {
 		r = proxy_resolver_new(l->loop, 0, &l->resolver);
 		if (r < 0)
-			return refuse(c, 502, SOCKS_FAILURE, "resolve",
+			return refuse(c, 502, PROXY_SOCKS_FAILURE, "resolve",
 				      "the resolver is unavailable");
 	}
 	r = proxy_resolve(l->resolver, c->verdict.host, on_resolved, c, &c->query);
 	if (r < 0)
-		return refuse(c, 502, SOCKS_FAILURE, "resolve", "the resolver is unavailable");
+		return refuse(c, 502, PROXY_SOCKS_FAILURE, "resolve",
+			      "the resolver is unavailable");
 	c->state = ST_RESOLVING;
 	conn_update(c);
 }
 
-/* ---- HTTP --------------------------------------------------------------------------------- */
+/* ---- requests (parsed by proxy-request.c) ------------------------------------------------ */
 
-static bool is_token_char(char ch)
+static void request_refuse(struct conn *c, const struct proxy_request_error *e)
 {
-	return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
+	refuse(c, e->status, e->socks_code, e->rule, e->reason);
 }
 
-/* Split "host[:port]" or "[v6][:port]"; port default_port when absent. */
-static int split_authority(const char *s, size_t n, char *host, size_t host_size, unsigned *port,
-			   unsigned default_port)
+/* The HTTP request head is complete or refused: decide CONNECT, or forward the rewritten head. */
+static void http_handle(struct conn *c, size_t limit)
 {
-	const char *colon = NULL;
-	size_t hl;
+	struct proxy_request r;
+	struct proxy_request_error e;
+	struct proxy_verdict a, b;
+	int k = proxy_request_parse_http(c->up.data + c->up.start, buf_len(&c->up), limit, &r, &e);
 
-	if (n == 0)
-		return -EINVAL;
-	if (s[0] == '[') {
-		const char *end = memchr(s, ']', n);
-
-		if (!end)
-			return -EINVAL;
-		hl = (size_t)(end - s) + 1;
-		if (hl < n) {
-			if (s[hl] != ':')
-				return -EINVAL;
-			colon = s + hl;
-		}
-	} else {
-		colon = memchr(s, ':', n);
-		hl = colon ? (size_t)(colon - s) : n;
-	}
-	if (hl == 0 || hl >= host_size)
-		return -EINVAL;
-	memcpy(host, s, hl);
-	host[hl] = '\0';
-	*port = default_port;
-	if (colon) {
-		char p[8];
-		size_t pl = n - (size_t)(colon + 1 - s);
-
-		if (pl == 0 || pl >= sizeof(p) || strspn(colon + 1, "0123456789") < pl)
-			return -EINVAL;
-		memcpy(p, colon + 1, pl);
-		p[pl] = '\0';
-		if (safe_atou(p, port) < 0 || *port < 1 || *port > 65535)
-			return -EINVAL;
-	}
-	return 0;
-}
-
-/* Hop-by-hop and proxy headers that are not forwarded (Connection: close is added). */
-static bool header_dropped(const char *line, size_t n)
-{
-	static const char *const names[] = { "connection",
-					     "proxy-connection",
-					     "keep-alive",
-					     "proxy-authorization",
-					     "proxy-authenticate",
-					     "te",
-					     "upgrade",
-					     NULL };
-
-	for (size_t i = 0; names[i]; i++) {
-		size_t k = strlen(names[i]);
-
-		if (n > k && line[k] == ':' && strncasecmp(line, names[i], k) == 0)
-			return true;
-	}
-	return false;
-}
-
-struct http_request {
-	char method[32];
-	const char *target;
-	size_t target_len;
-	const char *version;
-	unsigned minor;
-};
-
-/*
- * The request head is in c->up up to head_len (the blank line included). Lines end in CRLF or
- * LF. Decides CONNECT, or rewrites an absolute-URI request into origin form for the upstream.
- */
-static void http_handle_head(struct conn *c, size_t head_len)
-{
-	_cleanup_free_ char *head = strndup((const char *)c->up.data + c->up.start, head_len);
-	_cleanup_free_ char *out = NULL;
-	char host[PROXY_NAME_MAX + 3], hhost[PROXY_NAME_MAX + 3], *line, *save = NULL, *sp1, *sp2;
-	const char *uri_host_start;
-	unsigned port, hport;
-	size_t out_len = 0, out_size, uri_host_len;
-	bool have_host = false;
-
-	if (!head)
+	if (k == -EAGAIN)
+		return conn_update(c);
+	if (k == -ENOMEM)
 		return conn_close_errno(c, "memory", ENOMEM);
-	line = strtok_r(head, "\n", &save);
-	if (!line)
-		return http_refuse(c, 400, "request", "empty request line");
-	line[strcspn(line, "\r")] = '\0';
-	sp1 = strchr(line, ' ');
-	sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-	if (!sp1 || !sp2 || strchr(sp2 + 1, ' ') || sp1 == line || (size_t)(sp1 - line) >= 32)
-		return http_refuse(c, 400, "request", "malformed request line");
-	*sp1 = *sp2 = '\0';
-	for (const char *m = line; *m; m++)
-		if (!is_token_char(*m))
-			return http_refuse(c, 400, "request", "malformed request method");
-	if (!streq(sp2 + 1, "HTTP/1.1") && !streq(sp2 + 1, "HTTP/1.0"))
-		return http_refuse(c, 400, "request", "unsupported HTTP version");
-
-	if (streq(line, "CONNECT")) {
-		c->proto = PROTO_CONNECT;
-		if (sp1[1] == '[' ? !strstr(sp1 + 1, "]:") : !strchr(sp1 + 1, ':'))
-			return http_refuse(c, 400, "request", "CONNECT needs host:port");
-		if (split_authority(sp1 + 1, strlen(sp1 + 1), host, sizeof(host), &port, 0) < 0)
-			return http_refuse(c, 400, "request", "malformed CONNECT target");
+	c->proto = buf_len(&c->up) >= 8 && memcmp(c->up.data + c->up.start, "CONNECT ", 8) == 0
+			   ? PROTO_CONNECT
+			   : PROTO_HTTP;
+	if (k < 0)
+		return request_refuse(c, &e);
+	if (r.kind == PROXY_REQUEST_CONNECT) {
 		/* Anything after the head (an early TLS ClientHello) stays and is forwarded. */
-		buf_consume(&c->up, head_len);
-		return conn_decide(c, host, port);
+		buf_consume(&c->up, r.consumed);
+		return conn_decide(c, r.host, r.port);
 	}
-
-	c->proto = PROTO_HTTP;
-	if (strncasecmp(sp1 + 1, "http://", 7) != 0)
-		return http_refuse(
-			c, 400, "request",
-			strncasecmp(sp1 + 1, "https://", 8) == 0
-				? "https:// URLs need CONNECT"
-				: "not a proxy request (expected an absolute http:// URI)");
-	uri_host_start = sp1 + 1 + 7;
-	uri_host_len = strcspn(uri_host_start, "/?#");
-	const char *path = uri_host_start + uri_host_len;
-
-	if (memchr(uri_host_start, '@', uri_host_len))
-		return http_refuse(c, 400, "request",
-				   "user information in the URI is not supported");
-	if (split_authority(uri_host_start, uri_host_len, host, sizeof(host), &port, 80) < 0)
-		return http_refuse(c, 400, "request", "malformed URI authority");
-
-	out_size = head_len + 2 * sizeof(host) + 128;
-	out = malloc(out_size);
-	if (!out)
-		return conn_close_errno(c, "memory", ENOMEM);
-	out_len = (size_t)snprintf(out, out_size, "%s %s%s %s\r\n", line, path[0] == '/' ? "" : "/",
-				   path, sp2 + 1);
-
-	while ((line = strtok_r(NULL, "\n", &save))) {
-		size_t n;
-
-		line[strcspn(line, "\r")] = '\0';
-		n = strlen(line);
-		if (n == 0)
-			break;
-		if (line[0] == ' ' || line[0] == '\t' || !strchr(line, ':'))
-			return http_refuse(c, 400, "request", "malformed header line");
-		if (n >= 5 && strncasecmp(line, "host:", 5) == 0) {
-			const char *v = line + 5;
-			size_t vl;
-			struct proxy_verdict a = { 0 }, b = { 0 };
-
-			if (have_host)
-				return http_refuse(c, 400, "hostHeader",
-						   "more than one Host header");
-			have_host = true;
-			v += strspn(v, " \t");
-			vl = strlen(v);
-			while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-				vl--;
-			if (split_authority(v, vl, hhost, sizeof(hhost), &hport, 80) < 0)
-				return http_refuse(c, 400, "hostHeader", "malformed Host header");
-			/* Compare canonical forms: case, trailing dot and literal spelling aside. */
-			proxy_rules_check(c->rules, host, port, &a);
-			proxy_rules_check(c->rules, hhost, hport, &b);
-			if (!streq(a.host, b.host) || port != hport)
-				return http_refuse(
-					c, 400, "hostHeader",
-					"the Host header does not match the request URI");
+	if (r.have_host_header) {
+		/* Compare canonical forms: case, trailing dot and literal spelling aside. */
+		proxy_rules_check(c->rules, r.host, r.port, &a);
+		proxy_rules_check(c->rules, r.host_header, r.host_header_port, &b);
+		if (!streq(a.host, b.host) || r.port != r.host_header_port) {
+			proxy_request_done(&r);
+			return http_refuse(c, 400, "hostHeader",
+					   "the Host header does not match the request URI");
 		}
-		if (header_dropped(line, n))
-			continue;
-		if (out_len + n + 2 >= out_size)
-			return http_refuse(c, 431, "request", "request head too large");
-		memcpy(out + out_len, line, n);
-		memcpy(out + out_len + n, "\r\n", 2);
-		out_len += n + 2;
 	}
-	if (!have_host) {
-		int k = snprintf(out + out_len, out_size - out_len, "Host: %.*s\r\n",
-				 (int)uri_host_len, uri_host_start);
-
-		out_len += (size_t)k;
-	}
-	/* One request per proxy connection: the next one may name another host. */
-	out_len += (size_t)snprintf(out + out_len, out_size - out_len, "Connection: close\r\n\r\n");
-	if (buf_replace_front(&c->up, head_len, out, out_len) < 0)
+	k = buf_replace_front(&c->up, r.consumed, r.head, r.head_len);
+	proxy_request_done(&r);
+	if (k < 0)
 		return conn_close_errno(c, "memory", ENOMEM);
-	conn_decide(c, host, port);
+	conn_decide(c, r.host, r.port);
 }
-
-/* Find the end of the request head: the blank line (CRLF CRLF or LF LF). */
-static size_t http_head_end(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i++) {
-		if (p[i] != '\n')
-			continue;
-		if (p[i + 1] == '\n')
-			return i + 2;
-		if (i + 2 < n && p[i + 1] == '\r' && p[i + 2] == '\n')
-			return i + 3;
-	}
-	return 0;
-}
-
-/* ---- SOCKS5 ------------------------------------------------------------------------------- */
 
 static void socks_handle(struct conn *c)
 {
-	const uint8_t *p = c->up.data + c->up.start;
-	size_t n = buf_len(&c->up);
+	static const uint8_t no_auth[2] = { 0x05, 0x00 }, none[2] = { 0x05, 0xff };
+	struct proxy_request r;
+	struct proxy_request_error e;
+	size_t used;
+	int k;
 
 	if (c->state == ST_SOCKS_GREETING) {
-		static const uint8_t no_auth[2] = { 0x05, 0x00 }, none[2] = { 0x05, 0xff };
-
-		if (n < 2 || n < 2 + (size_t)p[1])
+		k = proxy_request_parse_socks_greeting(c->up.data + c->up.start, buf_len(&c->up),
+						       &used, &e);
+		if (k == -EAGAIN)
 			return conn_update(c);
-		if (!memchr(p + 2, 0x00, p[1]))
-			return conn_refuse(c, "request",
-					   "SOCKS5 client offers no method without "
-					   "authentication",
-					   none, sizeof(none));
-		buf_consume(&c->up, 2 + (size_t)p[1]);
+		if (k < 0)
+			return conn_refuse(c, e.rule, e.reason, none, sizeof(none));
+		buf_consume(&c->up, used);
 		if (buf_alloc(&c->down, c->l->limits.buffer_size) < 0)
 			return conn_close_errno(c, "memory", ENOMEM);
 		(void)buf_put(&c->down, no_auth, sizeof(no_auth));
 		c->state = ST_SOCKS_REQUEST;
-		p = c->up.data + c->up.start;
-		n = buf_len(&c->up);
 	}
-
-	/* VER CMD RSV ATYP DST.ADDR DST.PORT */
-	char host[PROXY_NAME_MAX + 3];
-	size_t need;
-	unsigned port;
-
-	if (n < 5)
+	k = proxy_request_parse_socks(c->up.data + c->up.start, buf_len(&c->up), &r, &e);
+	if (k == -EAGAIN)
 		return conn_update(c);
-	if (p[0] != 0x05 || p[2] != 0x00)
-		return socks_refuse(c, SOCKS_FAILURE, "request", "malformed SOCKS5 request");
-	switch (p[3]) {
-	case 0x01:
-		need = 4 + 4 + 2;
-		break;
-	case 0x03:
-		need = 4 + 1 + (size_t)p[4] + 2;
-		break;
-	case 0x04:
-		need = 4 + 16 + 2;
-		break;
-	default:
-		return socks_refuse(c, SOCKS_BAD_ADDRESS_TYPE, "request",
-				    "unsupported SOCKS5 address type");
-	}
-	if (n < need)
-		return conn_update(c);
-	if (p[1] != 0x01)
-		return socks_refuse(c, SOCKS_BAD_COMMAND, "request",
-				    "only the SOCKS5 CONNECT command is supported");
-	if (p[3] == 0x01)
-		(void)inet_ntop(AF_INET, p + 4, host, sizeof(host));
-	else if (p[3] == 0x04) {
-		host[0] = '[';
-		(void)inet_ntop(AF_INET6, p + 4, host + 1, sizeof(host) - 2);
-		strcat(host, "]");
-	} else {
-		if (p[4] == 0 || memchr(p + 5, 0, p[4]))
-			return socks_refuse(c, SOCKS_NOT_ALLOWED, "hostName",
-					    "malformed host name");
-		memcpy(host, p + 5, p[4]);
-		host[p[4]] = '\0';
-	}
-	port = (unsigned)p[need - 2] << 8 | p[need - 1];
-	buf_consume(&c->up, need);
-	conn_decide(c, host, port);
+	if (k < 0)
+		return request_refuse(c, &e);
+	buf_consume(&c->up, r.consumed);
+	conn_decide(c, r.host, r.port);
 }
 
 /* ---- I/O ---------------------------------------------------------------------------------- */
@@ -914,7 +748,7 @@ static void conn_read_request(struct conn *c)
 	if (n == -EAGAIN)
 		return;
 	if (n == -ENOBUFS)
-		return refuse(c, 431, SOCKS_FAILURE, "request", "request head too large");
+		return refuse(c, 431, PROXY_SOCKS_FAILURE, "request", "request head too large");
 	if (n < 0)
 		return conn_close_errno(c, "client", (int)-n);
 	if (n == 0)
@@ -936,20 +770,190 @@ static void conn_read_request(struct conn *c)
 			return conn_close(c, "request", NULL);
 		}
 	}
-	if (c->state == ST_HTTP_HEAD) {
-		size_t end = http_head_end(c->up.data + c->up.start, buf_len(&c->up));
-
-		if (end > limit || (end == 0 && buf_len(&c->up) >= limit))
-			return http_refuse(c, 431, "request", "request head too large");
-		if (end > 0)
-			return http_handle_head(c, end);
-		return conn_update(c);
-	}
+	if (c->state == ST_HTTP_HEAD)
+		return http_handle(c, limit);
 	socks_handle(c);
 }
 
-/* Move what can be moved now; returns false when c was closed. */
-static bool splice_step(struct conn *c, int fd, uint32_t revents)
+/*
+ * Pass on a half-close once everything before it has been delivered; close c when both
+ * directions have ended. Returns false when c was closed.
+ */
+static bool conn_pass_eof(struct conn *c)
+{
+	size_t up_pending = c->piped ? c->pu_len : buf_len(&c->up);
+	size_t down_pending = c->piped ? c->pd_len : buf_len(&c->down);
+
+	if (c->c_eof && up_pending == 0 && !c->u_shut) {
+		(void)shutdown(c->ufd, SHUT_WR);
+		c->u_shut = true;
+	}
+	if (c->u_eof && down_pending == 0 && !c->c_shut) {
+		(void)shutdown(c->cfd, SHUT_WR);
+		c->c_shut = true;
+	}
+	if (c->c_shut && c->u_shut) {
+		conn_close(c, "eof", "both sides finished");
+		return false;
+	}
+	return true;
+}
+
+/* The socket error behind EPOLLERR on fd; closes c. */
+static void conn_close_sockerr(struct conn *c, int fd)
+{
+	int error = 0;
+	socklen_t len = sizeof(error);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) < 0 || error == 0)
+		error = EPIPE;
+	conn_close_errno(c, fd == c->cfd ? "client" : "upstream", error);
+}
+
+/*
+ * A full pipe means bulk traffic: let it grow once to limits.pipe_max, within the process's
+ * budget. Refused (the user's pipe limit, EPERM) or not, the pipe keeps working.
+ */
+static void pipe_grow(struct conn *c, int fd, size_t *cap)
+{
+	size_t want = c->l->limits.pipe_max;
+	int r;
+
+	if (want <= *cap || pipes_grown + (want - *cap) > PROXY_PIPE_GROWTH_BUDGET ||
+	    want > INT_MAX)
+		return;
+	r = fcntl(fd, F_SETPIPE_SZ, (int)want);
+	if (r <= 0 || (size_t)r <= *cap)
+		return;
+	c->grown += (size_t)r - *cap;
+	pipes_grown += (size_t)r - *cap;
+	*cap = (size_t)r;
+}
+
+/*
+ * One direction through its pipe: empty the pipe into out, fill it from in, until neither
+ * moves. Splicing from a socket into a pipe that already holds bytes can fail with EAGAIN
+ * because the pipe is out of slots rather than because the socket is empty, so "in is drained"
+ * is only concluded from an empty pipe; otherwise out is full (its flag cleared) and its
+ * EPOLLOUT edge resumes the loop. On return either the pipe is empty and in is drained (or at
+ * EOF), or out is full: no edge can be missed. Returns false when c was closed.
+ */
+static bool pipe_move(struct conn *c, bool from_client)
+{
+	int in = from_client ? c->cfd : c->ufd, out = from_client ? c->ufd : c->cfd;
+	int *p = from_client ? c->pu : c->pd;
+	size_t *len = from_client ? &c->pu_len : &c->pd_len;
+	size_t *cap = from_client ? &c->pu_cap : &c->pd_cap;
+	bool *readable = from_client ? &c->c_in : &c->u_in;
+	bool *writable = from_client ? &c->u_out : &c->c_out;
+	bool *eof = from_client ? &c->c_eof : &c->u_eof;
+	uint64_t *bytes = from_client ? &c->bytes_up : &c->bytes_down;
+	bool moved = false;
+	ssize_t n;
+
+	for (;;) {
+		bool progress = false;
+
+		if (*len > 0 && *writable) {
+			n = splice(p[0], NULL, out, NULL, *len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				*len -= (size_t)n;
+				*bytes += (uint64_t)n;
+				progress = true;
+			} else if (n < 0 && errno == EAGAIN)
+				*writable = false;
+			else if (!(n < 0 && errno == EINTR)) {
+				conn_close_errno(c, from_client ? "upstream" : "client",
+						 n < 0 ? errno : EPIPE);
+				return false;
+			}
+		}
+		if (!*eof && *readable && *len < *cap) {
+			n = splice(in, NULL, p[1], NULL, *cap - *len,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				*len += (size_t)n;
+				progress = true;
+				if (*len == *cap)
+					pipe_grow(c, p[1], cap);
+			} else if (n == 0)
+				*eof = true;
+			else if (errno == EAGAIN) {
+				if (*len == 0)
+					*readable = false;
+			} else if (errno != EINTR) {
+				conn_close_errno(c, from_client ? "client" : "upstream", errno);
+				return false;
+			}
+		}
+		if (!progress)
+			break;
+		moved = true;
+	}
+	if (moved)
+		c->last_active = now_usec();
+	return true;
+}
+
+/* An edge on fd of a piped connection. */
+static void pipe_relay(struct conn *c, int fd, uint32_t revents)
+{
+	if (revents & EPOLLERR)
+		return conn_close_sockerr(c, fd);
+	if (revents & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
+		*(fd == c->cfd ? &c->c_in : &c->u_in) = true;
+	if (revents & EPOLLOUT)
+		*(fd == c->cfd ? &c->c_out : &c->u_out) = true;
+	if (pipe_move(c, true) && pipe_move(c, false))
+		(void)conn_pass_eof(c);
+}
+
+static int pipe_new(int p[2], size_t size, size_t *ret_cap)
+{
+	int cap;
+
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	/* A new pipe holds 64 KiB; another size is best effort (the per-user limit may refuse). */
+	if (size != 65536U)
+		(void)fcntl(p[1], F_SETPIPE_SZ, (int)(size < (1U << 30) ? size : (1U << 30)));
+	cap = fcntl(p[1], F_GETPIPE_SZ);
+	if (cap <= 0) {
+		close_many(p, 2);
+		return -EINVAL;
+	}
+	*ret_cap = (size_t)cap;
+	return 0;
+}
+
+/*
+ * Tunnelling, and nothing of ours (an answer, a rewritten head, early data) left in the buffers:
+ * switch to the pipes, free the buffers, relay what is already waiting. Without pipes (fd
+ * limit), stay on the buffers. Either way, register for what is needed next.
+ */
+static void conn_try_pipes(struct conn *c)
+{
+	if (c->piped || c->no_pipes || c->l->limits.copy_only || buf_len(&c->up) > 0 ||
+	    buf_len(&c->down) > 0)
+		return conn_update(c);
+	if (pipe_new(c->pu, c->l->limits.buffer_size, &c->pu_cap) < 0 ||
+	    pipe_new(c->pd, c->l->limits.buffer_size, &c->pd_cap) < 0) {
+		close_many(c->pu, 2);
+		c->no_pipes = true;
+		return conn_update(c);
+	}
+	free(c->up.data);
+	free(c->down.data);
+	c->up = c->down = (struct buf){ 0 };
+	c->piped = true;
+	c->c_in = c->u_in = c->c_out = c->u_out = true;
+	conn_update(c);
+	if (c->state == ST_SPLICE && pipe_move(c, true) && pipe_move(c, false))
+		(void)conn_pass_eof(c);
+}
+
+/* Move what can be moved now through the buffers; returns false when c was closed. */
+static bool copy_step(struct conn *c, int fd, uint32_t revents)
 {
 	bool client = fd == c->cfd;
 	struct buf *in = client ? &c->up : &c->down;  /* filled from fd */
@@ -960,12 +964,7 @@ static bool splice_step(struct conn *c, int fd, uint32_t revents)
 	ssize_t n;
 
 	if (revents & EPOLLERR) {
-		int error = 0;
-		socklen_t len = sizeof(error);
-
-		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) < 0 || error == 0)
-			error = EPIPE;
-		conn_close_errno(c, side, error);
+		conn_close_sockerr(c, fd);
 		return false;
 	}
 	if ((revents & (EPOLLIN | EPOLLHUP)) && !*eof && buf_room(in) > 0) {
@@ -997,21 +996,7 @@ static bool splice_step(struct conn *c, int fd, uint32_t revents)
 			return false;
 		}
 	}
-
-	/* Pass on a half-close once everything before it has been delivered. */
-	if (c->c_eof && buf_len(&c->up) == 0 && !c->u_shut) {
-		(void)shutdown(c->ufd, SHUT_WR);
-		c->u_shut = true;
-	}
-	if (c->u_eof && buf_len(&c->down) == 0 && !c->c_shut) {
-		(void)shutdown(c->cfd, SHUT_WR);
-		c->c_shut = true;
-	}
-	if (c->c_shut && c->u_shut) {
-		conn_close(c, "eof", "both sides finished");
-		return false;
-	}
-	return true;
+	return conn_pass_eof(c);
 }
 
 static int conn_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -1046,8 +1031,10 @@ static int conn_io(struct event_source *s, int fd, uint32_t revents, void *userd
 		upstream_check_connect(c);
 		return 0;
 	case ST_SPLICE:
-		if (splice_step(c, fd, revents))
-			conn_update(c);
+		if (c->piped)
+			pipe_relay(c, fd, revents);
+		else if (copy_step(c, fd, revents))
+			conn_try_pipes(c);
 		return 0;
 	case ST_REFUSING:
 		n = write_from(c->cfd, &c->down);
@@ -1089,6 +1076,7 @@ static void conn_new(struct proxy_listener *l, int fd)
 	c->id = ++l->next_id;
 	c->cfd = fd;
 	c->ufd = -1;
+	c->pu[0] = c->pu[1] = c->pd[0] = c->pd[1] = -1;
 	c->started = c->last_active = now_usec();
 	c->rules = proxy_rules_ref(l->rules);
 	c->next = l->conns;
@@ -1154,7 +1142,7 @@ static int listener_sweep(struct event_source *s, void *userdata)
 				reason, sizeof(reason), "the request was not set up within %llu ms",
 				(unsigned long long)(l->limits.setup_timeout_usec / 1000ULL));
 			if (c->state == ST_RESOLVING || c->state == ST_CONNECTING)
-				refuse(c, 504, SOCKS_TTL_EXPIRED, "timeout", reason);
+				refuse(c, 504, PROXY_SOCKS_TTL_EXPIRED, "timeout", reason);
 			else
 				conn_close(c, "timeout", reason);
 		}

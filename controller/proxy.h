@@ -6,9 +6,11 @@
  * (CONNECT, domain names), each connection decided by domain against a rule set built from the
  * policy's network section. Nothing runs inside the sandbox.
  *
- * Three parts:
+ * Four parts:
  *   proxy-rules.c    the decision (pure): names, wildcards, ports, IP literals, address ranges,
  *                    resolve pins; every verdict names the rule that made it.
+ *   proxy-request.c  the request parsers (pure, fuzzed): HTTP request head (CONNECT authority or
+ *                    absolute URI, rewritten to origin form), SOCKS5 greeting and request.
  *   proxy-resolve.c  name resolution off the event loop (a few detached resolver threads that
  *                    report back through an eventfd).
  *   proxy-engine.c   the listener and the per-connection state machine: sniffing, the three
@@ -137,6 +139,69 @@ void proxy_rules_check(const struct proxy_rules *r, const char *host, unsigned p
 /* Is the destination address acceptable for this verdict? Sets rule/reason when it is not. */
 bool proxy_rules_check_address(struct proxy_verdict *v, const struct proxy_addr *a);
 
+/* ---- request parsing (proxy-request.c) ----------------------------------------------------- */
+
+/* SOCKS5 reply codes (RFC 1928 §6). */
+#define PROXY_SOCKS_OK 0x00
+#define PROXY_SOCKS_FAILURE 0x01
+#define PROXY_SOCKS_NOT_ALLOWED 0x02
+#define PROXY_SOCKS_HOST_UNREACHABLE 0x04
+#define PROXY_SOCKS_REFUSED 0x05
+#define PROXY_SOCKS_TTL_EXPIRED 0x06
+#define PROXY_SOCKS_BAD_COMMAND 0x07
+#define PROXY_SOCKS_BAD_ADDRESS_TYPE 0x08
+
+enum proxy_request_kind {
+	PROXY_REQUEST_CONNECT, /* HTTP CONNECT host:port */
+	PROXY_REQUEST_HTTP,    /* plain HTTP, absolute http:// URI */
+	PROXY_REQUEST_SOCKS5,  /* SOCKS5 CONNECT */
+};
+
+/* A refused request: the HTTP status (400, 431) or SOCKS5 reply code, the rule and a reason. */
+struct proxy_request_error {
+	unsigned status;
+	uint8_t socks_code;
+	const char *rule;   /* "request", "hostHeader", "hostName" */
+	const char *reason; /* static */
+};
+
+struct proxy_request {
+	enum proxy_request_kind kind;
+	char host[PROXY_NAME_MAX + 3]; /* as the client wrote it (proxy_rules_check canonicalizes) */
+	unsigned port;		       /* HTTP 1–65535; SOCKS5 0–65535 (the rules refuse 0) */
+	size_t consumed;	       /* input bytes the request took; what follows is payload */
+	/* PROXY_REQUEST_HTTP: the head for the upstream, in origin form, hop-by-hop and proxy
+	 * headers dropped, Host added when absent, "Connection: close" (malloc'd, not NUL-ended). */
+	char *head;
+	size_t head_len;
+	/* PROXY_REQUEST_HTTP: the Host header, when sent; the caller checks that its canonical form
+	 * names the URI's host and port. */
+	bool have_host_header;
+	char host_header[PROXY_NAME_MAX + 3];
+	unsigned host_header_port;
+};
+
+void proxy_request_done(struct proxy_request *r);
+
+/*
+ * Parse an HTTP proxy request head from the first len bytes a client sent: the request line
+ * (CONNECT host:port, or any method with an absolute http:// URI) and headers, lines ending in
+ * CRLF or LF, up to the blank line, at most head_max bytes. 0: *ret filled (free with
+ * proxy_request_done()); -EAGAIN: the head is not complete yet; -EBADMSG: refused, *reterr says
+ * why; -ENOMEM.
+ */
+int proxy_request_parse_http(const uint8_t *data, size_t len, size_t head_max,
+			     struct proxy_request *ret, struct proxy_request_error *reterr);
+/*
+ * SOCKS5 greeting (VER NMETHODS METHODS…). 0: the client offers "no authentication", the
+ * greeting took *ret_consumed bytes; -EAGAIN; -EBADMSG (answer 05 ff).
+ */
+int proxy_request_parse_socks_greeting(const uint8_t *data, size_t len, size_t *ret_consumed,
+				       struct proxy_request_error *reterr);
+/* SOCKS5 request (VER CMD RSV ATYP DST.ADDR DST.PORT), CONNECT only. As above. */
+int proxy_request_parse_socks(const uint8_t *data, size_t len, struct proxy_request *ret,
+			      struct proxy_request_error *reterr);
+
 /* ---- the listener (proxy-engine.c) -------------------------------------------------------- */
 
 enum proxy_event_kind {
@@ -171,12 +236,24 @@ struct proxy_limits {
 	uint64_t idle_timeout_usec;  /* no byte either way for this long closes a connection */
 	uint64_t setup_timeout_usec; /* request head, resolution and connect must finish in this */
 	size_t buffer_size;	     /* per direction and connection; also bounds a request head */
+	/*
+	 * A tunnel moves bytes through a pipe per direction (splice(), no copy through user space)
+	 * of buffer_size bytes, rounded up to pages. A pipe that bulk traffic fills grows once to
+	 * pipe_max (fewer, larger moves: less CPU per byte) while all pipes grown by this process
+	 * stay within PROXY_PIPE_GROWTH_BUDGET. 0: pipes never grow.
+	 */
+	size_t pipe_max;
+	bool copy_only; /* no pipes: relay through the buffers, as when pipes cannot be made */
 };
 
 #define PROXY_DEFAULT_MAX_CONNECTIONS 128U
 #define PROXY_DEFAULT_IDLE_TIMEOUT_USEC (300ULL * 1000000ULL)
 #define PROXY_DEFAULT_SETUP_TIMEOUT_USEC (30ULL * 1000000ULL)
 #define PROXY_DEFAULT_BUFFER_SIZE (64U * 1024U)
+#define PROXY_DEFAULT_PIPE_MAX (1024U * 1024U)
+/* Pipes count against the user's fs.pipe-user-pages-soft (64 MiB by default), shared with every
+ * other program of the user: grown pipes of the whole process stay within this. */
+#define PROXY_PIPE_GROWTH_BUDGET (16U * 1024U * 1024U)
 #define PROXY_HEAD_MAX (16U * 1024U) /* a request head longer than this is refused (431) */
 
 void proxy_limits_default(struct proxy_limits *ret);

@@ -216,6 +216,8 @@ static void consume(struct jsonrpc_conn *c, size_t n)
 {
 	memmove(c->buf, c->buf + n, c->len - n);
 	c->len -= n;
+	/* The stale tail: a consumed line may have carried a secret (secret.set). */
+	explicit_bzero(c->buf + c->len, n);
 	c->base += n;
 	c->scanned = 0;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/json-cleanup.h"
+#include "common/system.h"
 #include "common/util.h"
 #include "ipc/ipc-fdpass.h"
 #include "policy/policy-compile.h"
@@ -40,6 +41,11 @@ struct compiled_plan *compiled_plan_free(struct compiled_plan *p)
 	free(p->seccomp_key);
 	strv_free(p->unenforced);
 	strv_free(p->skipped);
+	for (size_t i = 0; i < p->n_sources; i++) {
+		free(p->sources[i].host);
+		free(p->sources[i].link);
+	}
+	free(p->sources);
 	free(p);
 	return NULL;
 }
@@ -163,10 +169,13 @@ struct bind {
 	bool rw;
 	bool skippable; /* absent is fine: a default system directory or an optional path */
 	char field[PATHBUF];
-	int fd;		/* O_PATH source, -1 until opened */
-	char *link;	/* a symlink that stays a symlink inside the sandbox */
-	char *resolved; /* where that symlink points, lexically */
+	int fd;		 /* O_PATH source, -1 until opened */
+	char *link;	 /* a symlink that stays a symlink inside the sandbox */
+	char *resolved;	 /* where that symlink points, lexically */
+	char *seen_link; /* the source was a symlink with this text (kept or followed) */
+	bool followed;	 /* … and it was followed to its destination */
 	bool absent;
+	int fd_index; /* in the plan's fd list, -1 if none */
 };
 
 struct mount {
@@ -178,7 +187,8 @@ struct mount {
 
 struct compiler {
 	const struct compile_ctx *ctx;
-	struct policy *p; /* a resolved copy */
+	const struct policy *p; /* resolved: the caller's, or owned */
+	struct policy *owned;	/* a resolved copy, when the caller's was not */
 	struct host host;
 	struct bind *binds;
 	size_t n_binds;
@@ -195,6 +205,7 @@ static void compiler_done(struct compiler *c)
 		free(c->binds[i].target);
 		free(c->binds[i].link);
 		free(c->binds[i].resolved);
+		free(c->binds[i].seen_link);
 		safe_close(c->binds[i].fd);
 	}
 	free(c->binds);
@@ -204,7 +215,7 @@ static void compiler_done(struct compiler *c)
 	}
 	free(c->mounts);
 	safe_close(c->host.root_fd);
-	policy_free(c->p);
+	policy_free(c->owned);
 }
 
 static bool reserved_target(const char *t)
@@ -220,7 +231,7 @@ static int add_bind(struct compiler *c, const char *host, const char *target, bo
 	if (!path_is_normalized(host) || !path_is_normalized(target))
 		return -EINVAL;
 	b = &c->binds[c->n_binds];
-	*b = (struct bind){ .rw = rw, .skippable = skippable, .fd = -1 };
+	*b = (struct bind){ .rw = rw, .skippable = skippable, .fd = -1, .fd_index = -1 };
 	if (index == SIZE_MAX)
 		(void)snprintf(b->field, sizeof(b->field), "%s", list);
 	else
@@ -340,7 +351,8 @@ static int open_binds(struct compiler *c)
 					       "cannot read the symlink \"%s\"", b->host);
 		buf[n] = '\0';
 		b->link = strdup(buf);
-		if (!b->link)
+		b->seen_link = strdup(buf);
+		if (!b->link || !b->seen_link)
 			return -ENOMEM;
 		if (buf[0] == '/') {
 			b->resolved = path_normalize_lexical(buf);
@@ -375,6 +387,7 @@ static int open_binds(struct compiler *c)
 			continue;
 		free(b->link);
 		b->link = NULL;
+		b->followed = true;
 		r = host_open(&c->host, b->host, O_PATH, &b->fd);
 		if (r == -ENOENT || r == -ENOTDIR || r == -ELOOP) {
 			if (!b->skippable)
@@ -478,6 +491,7 @@ static int build_mounts(struct compiler *c)
 		idx = compiled_plan_add_fd(c->out, TAKE_FD(b->fd), b->host);
 		if (idx < 0)
 			return idx;
+		b->fd_index = idx;
 		r = add_mount(c, b->target, 0,
 			      json_pack("{s:s, s:i, s:s, s:b}", "type", "bind", "source", idx,
 					"target", b->target, "readOnly", !b->rw));
@@ -832,9 +846,9 @@ static int env_put(char ***l, const char *entry)
  * Only env.pass names from the caller, env.set, and what cordon sets (HOME, a PATH when none
  * passed, the proxy variables): nothing else of the caller's environment crosses.
  */
-static int build_env(struct compiler *c)
+static int build_env(const struct policy *p, const struct compile_ctx *ctx, json_t *plan,
+		     struct field_error *err)
 {
-	const struct policy *p = c->p;
 	_cleanup_strv_free_ char **env = NULL;
 	_cleanup_json_ json_t *a = json_array();
 	_cleanup_free_ char *home = NULL;
@@ -845,7 +859,7 @@ static int build_env(struct compiler *c)
 	for (char **name = p->env.pass; name && *name; name++) {
 		size_t n = strlen(*name);
 
-		for (char *const *e = c->ctx->envp; e && *e; e++)
+		for (char *const *e = ctx->envp; e && *e; e++)
 			if (strncmp(*e, *name, n) == 0 && (*e)[n] == '=') {
 				r = env_put(&env, *e);
 				if (r < 0)
@@ -870,7 +884,7 @@ static int build_env(struct compiler *c)
 				return r;
 		}
 	}
-	home = strdup_printf("HOME=%s", c->ctx->home);
+	home = strdup_printf("HOME=%s", ctx->home);
 	if (!home)
 		return -ENOMEM;
 	r = env_put(&env, home);
@@ -902,37 +916,49 @@ static int build_env(struct compiler *c)
 			return r;
 	}
 	if (strv_length(env) > ARGV_MAX)
-		return field_error_set(c->err, -E2BIG, "env", NULL, "more than %d variables",
+		return field_error_set(err, -E2BIG, "env", NULL, "more than %d variables",
 				       ARGV_MAX);
 	qsort(env, strv_length(env), sizeof(char *), cmp_env);
 	for (char **e = env; e && *e; e++)
 		if (json_array_append_new(a, json_string(*e)) < 0)
 			return -ENOMEM;
-	return json_object_set(c->out->plan, "envp", a) < 0 ? -ENOMEM : 0;
+	return json_object_set(plan, "envp", a) < 0 ? -ENOMEM : 0;
 }
 
-static int build_argv_cwd(struct compiler *c)
+static int build_argv(const struct compile_ctx *ctx, json_t *plan, struct field_error *err)
 {
 	_cleanup_json_ json_t *a = json_array();
-	_cleanup_free_ char *cwd = NULL;
-	const char *ccwd = c->ctx->cwd;
-	size_t n = strv_length(c->ctx->argv);
+	size_t n = strv_length(ctx->argv);
 
 	if (!a)
 		return -ENOMEM;
 	if (n == 0 || n > ARGV_MAX)
-		return field_error_set(c->err, -EINVAL, "argv", NULL, "1..%d arguments needed",
+		return field_error_set(err, -EINVAL, "argv", NULL, "1..%d arguments needed",
 				       ARGV_MAX);
 	for (size_t i = 0; i < n; i++) {
-		if (strlen(c->ctx->argv[i]) > ARG_MAX_BYTES)
-			return field_error_set(c->err, -E2BIG, "argv", NULL,
+		if (strlen(ctx->argv[i]) > ARG_MAX_BYTES)
+			return field_error_set(err, -E2BIG, "argv", NULL,
 					       "argument %zu is longer than %u bytes", i,
 					       ARG_MAX_BYTES);
-		if (json_array_append_new(a, json_string(c->ctx->argv[i])) < 0)
+		if (json_array_append_new(a, json_string(ctx->argv[i])) < 0)
 			return -ENOMEM;
 	}
-	if (json_object_set(c->out->plan, "argv", a) < 0)
-		return -ENOMEM;
+	return json_object_set(plan, "argv", a) < 0 ? -ENOMEM : 0;
+}
+
+/* argv and envp: what differs between requests that share everything else. */
+static int build_process(const struct policy *p, const struct compile_ctx *ctx, json_t *plan,
+			 struct field_error *err)
+{
+	int r = build_argv(ctx, plan, err);
+
+	return r < 0 ? r : build_env(p, ctx, plan, err);
+}
+
+static int build_cwd(struct compiler *c)
+{
+	_cleanup_free_ char *cwd = NULL;
+	const char *ccwd = c->ctx->cwd;
 
 	/*
 	 * The caller's cwd where the sandbox shows it (through the innermost bind containing it,
@@ -974,6 +1000,33 @@ static int build_argv_cwd(struct compiler *c)
 	return json_object_set_new(c->out->plan, "cwd", json_string(cwd)) < 0 ? -ENOMEM : 0;
 }
 
+/* What policy_recompile() needs to find every bind source again: what each path was. */
+static int record_sources(struct compiler *c)
+{
+	struct compiled_plan *out = c->out;
+
+	out->sources = calloc(c->n_binds, sizeof(*out->sources));
+	if (c->n_binds > 0 && !out->sources)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n_binds; i++) {
+		const struct bind *b = &c->binds[i];
+		struct plan_source *s = &out->sources[out->n_sources++];
+
+		*s = (struct plan_source){ .absent = b->absent,
+					   .follow = b->followed,
+					   .fd_index = b->fd_index };
+		s->host = strdup(b->host);
+		if (!s->host)
+			return -ENOMEM;
+		if (b->seen_link) {
+			s->link = strdup(b->seen_link);
+			if (!s->link)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
 		   struct compiled_plan **ret, struct field_error *err)
 {
@@ -992,12 +1045,17 @@ int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
 	r = policy_validate(policy, err);
 	if (r < 0)
 		return r;
-	r = policy_copy(policy, &c.p);
-	if (r < 0)
-		goto finish;
-	r = policy_resolve(c.p, ctx, err);
-	if (r < 0)
-		goto finish;
+	c.p = policy;
+	if (!policy->resolved) {
+		/* Resolve a copy; a policy the caller resolved already is used as it is. */
+		r = policy_copy(policy, &c.owned);
+		if (r < 0)
+			goto finish;
+		r = policy_resolve(c.owned, ctx, err);
+		if (r < 0)
+			goto finish;
+		c.p = c.owned;
+	}
 	out->max_output_bytes = c.p->limits.max_output_bytes;
 
 	if (c.p->net.mode > ctx->caps.floor_max_network) {
@@ -1018,9 +1076,11 @@ int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
 	if (r >= 0)
 		r = open_binds(&c);
 	if (r >= 0)
-		r = build_argv_cwd(&c);
+		r = build_argv(ctx, out->plan, err);
 	if (r >= 0)
-		r = build_env(&c);
+		r = build_cwd(&c);
+	if (r >= 0)
+		r = build_env(c.p, ctx, out->plan, err);
 	if (r >= 0)
 		r = json_object_set_new(out->plan, "hostname", json_string("cordon")) < 0 ? -ENOMEM
 											  : 0;
@@ -1044,12 +1104,160 @@ int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
 	if (r >= 0)
 		r = json_object_set_new(out->plan, "dieWithRequester", json_true()) < 0 ? -ENOMEM
 											: 0;
+	if (r >= 0)
+		r = record_sources(&c);
 finish:
 	compiler_done(&c);
 	if (r == -ENOMEM)
 		return field_error_set(err, r, "", NULL, "out of memory");
 	if (r < 0)
 		return r;
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+void compiled_plan_close_sources(struct compiled_plan *p)
+{
+	for (size_t i = 0; i < p->n_sources; i++) {
+		int k = p->sources[i].fd_index;
+
+		if (k >= 0 && (size_t)k < p->n_fds)
+			p->fds[k] = safe_close(p->fds[k]);
+	}
+}
+
+/*
+ * Find source s again as open_binds() found it. Returns 1 and *ret_fd (-1 when s has no fd)
+ * when the path is what it was, 0 when it changed in a way that shapes the plan (appeared,
+ * vanished, another symlink), < 0 on other errors.
+ */
+static int reopen_source(const struct host *h, const struct plan_source *s, int *ret_fd)
+{
+	_cleanup_close_ int fd = -1;
+	char buf[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+	int r;
+
+	*ret_fd = -1;
+	r = host_open(h, s->host, O_PATH | O_NOFOLLOW, &fd);
+	if (r == -ENOENT || r == -ENOTDIR)
+		return s->absent && !s->link;
+	if (r < 0)
+		return r;
+	if (s->absent && !s->link)
+		return 0;
+	if (fstat(fd, &st) < 0)
+		return negative_errno();
+	if (!S_ISLNK(st.st_mode)) {
+		if (s->link)
+			return 0;
+		*ret_fd = TAKE_FD(fd);
+		return 1;
+	}
+	if (!s->link)
+		return 0;
+	n = readlinkat(fd, "", buf, sizeof(buf) - 1);
+	if (n < 0)
+		return negative_errno();
+	buf[n] = '\0';
+	if (!streq(buf, s->link))
+		return 0;
+	if (!s->follow)
+		return 1; /* a symlink that stays a symlink: no fd */
+	fd = safe_close(fd);
+	r = host_open(h, s->host, O_PATH, &fd);
+	if (r == -ENOENT || r == -ENOTDIR || r == -ELOOP)
+		return s->absent;
+	if (r < 0)
+		return r;
+	if (s->absent)
+		return 0;
+	*ret_fd = TAKE_FD(fd);
+	return 1;
+}
+
+int policy_recompile(const struct policy *policy, const struct compiled_plan *cached,
+		     const struct compile_ctx *ctx, struct compiled_plan **ret,
+		     struct field_error *err)
+{
+	_cleanup_compiled_plan_ struct compiled_plan *out = calloc(1, sizeof(*out));
+	_cleanup_free_ int *reopened = NULL;
+	struct host h = { .root_fd = -1 };
+	const char *root = ctx->host_root ? ctx->host_root : "/";
+	int r = 0;
+
+	if (!out)
+		return -ENOMEM;
+	if (!policy->resolved)
+		return -EINVAL;
+	reopened = malloc((cached->n_fds ? cached->n_fds : 1) * sizeof(int));
+	if (!reopened)
+		return -ENOMEM;
+	for (size_t i = 0; i < cached->n_fds; i++)
+		reopened[i] = -1;
+
+	h.root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (h.root_fd < 0)
+		return -ESTALE; /* let a full compile report it */
+	h.in_root = !streq(root, "/");
+	for (size_t i = 0; i < cached->n_sources && r >= 0; i++) {
+		const struct plan_source *s = &cached->sources[i];
+		int fd = -1;
+
+		r = reopen_source(&h, s, &fd);
+		if (r == 0)
+			r = -ESTALE;
+		if (r < 0)
+			break;
+		if ((s->fd_index >= 0) != (fd >= 0) ||
+		    (s->fd_index >= 0 && (size_t)s->fd_index >= cached->n_fds)) {
+			safe_close(fd);
+			r = -ESTALE;
+			break;
+		}
+		if (fd >= 0)
+			reopened[s->fd_index] = fd;
+	}
+	safe_close(h.root_fd);
+
+	/* The fds in the cached order: bind sources opened now, the rest (the seccomp program, a
+	 * sealed memfd the launcher reads with pread) shared. */
+	for (size_t i = 0; i < cached->n_fds && r >= 0; i++) {
+		int fd = reopened[i];
+
+		reopened[i] = -1;
+		if (fd < 0 && cached->fds[i] >= 0)
+			fd = fd_dup_cloexec(cached->fds[i], 3);
+		if (fd < 0) {
+			r = fd == -1 ? -ESTALE : fd;
+			break;
+		}
+		r = compiled_plan_add_fd(out, fd, cached->fd_what[i]);
+	}
+	for (size_t i = 0; i < cached->n_fds; i++)
+		safe_close(reopened[i]);
+	if (r < 0)
+		return r == -ESTALE
+			       ? r
+			       : field_error_set(err, r, "filesystem", NULL, "%s", strerror(-r));
+
+	/* A shallow copy: the caller sets top-level members (stdio, cwd) on it, never deeper. */
+	out->plan = json_copy(cached->plan);
+	if (!out->plan)
+		return -ENOMEM;
+	r = build_process(policy, ctx, out->plan, err);
+	if (r < 0)
+		return r;
+	out->max_output_bytes = cached->max_output_bytes;
+	if (cached->seccomp_key) {
+		out->seccomp_key = strdup(cached->seccomp_key);
+		if (!out->seccomp_key)
+			return -ENOMEM;
+	}
+	if ((cached->unenforced && !(out->unenforced = strv_copy(cached->unenforced))) ||
+	    (cached->skipped && !(out->skipped = strv_copy(cached->skipped))))
+		return -ENOMEM;
 	*ret = TAKE_PTR(out);
 	return 0;
 }

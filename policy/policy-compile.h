@@ -24,6 +24,15 @@
 #define PLAN_HOME_SIZE_BYTES (256ULL * 1024 * 1024)
 #define PLAN_PROXY_PORT 3128
 
+/* How a bind source was found (policy_recompile() finds it again and compares). */
+struct plan_source {
+	char *host;   /* the path opened */
+	char *link;   /* it was a symlink with this text, else NULL */
+	bool follow;  /* that symlink was followed and its destination bound */
+	bool absent;  /* it was not there (or the symlink led nowhere): left out */
+	int fd_index; /* its fd in the plan's list, -1 if none */
+};
+
 struct compiled_plan {
 	json_t *plan;	/* the "plan" object of a spawn request; "stdio" is the caller's */
 	int *fds;	/* owned; the plan names them by index */
@@ -34,6 +43,8 @@ struct compiled_plan {
 	char *seccomp_key;	   /* the syscall spec (policy_syscall_spec_key()), NULL if none */
 	char **unenforced;	   /* optional rules left out on this host */
 	char **skipped;		   /* absent paths left out (default system dirs, optional paths) */
+	struct plan_source *sources; /* per bind, in the order the policy lists them */
+	size_t n_sources;
 };
 
 struct compiled_plan *compiled_plan_free(struct compiled_plan *p);
@@ -48,3 +59,20 @@ int compiled_plan_add_fd(struct compiled_plan *p, int fd, const char *what);
 
 int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
 		   struct compiled_plan **ret, struct field_error *err);
+
+/*
+ * The plan for another request with the same policy, caller cwd and home, host and launcher as
+ * cached (compiled by policy_compile() with the same policy): only argv and envp are built
+ * again, from ctx. Every bind source is opened again by its path, as the user, now — a cached
+ * plan never hands out an fd opened for an earlier request, so what a sandbox sees cannot be
+ * stale — and -ESTALE is returned when a path changed in a way that shapes the plan (it
+ * appeared, vanished, or became another symlink): compile afresh then. The seccomp program
+ * (a sealed memfd) is shared. The new plan's JSON is a shallow copy of cached's: set top-level
+ * members only.
+ */
+int policy_recompile(const struct policy *policy, const struct compiled_plan *cached,
+		     const struct compile_ctx *ctx, struct compiled_plan **ret,
+		     struct field_error *err);
+/* Close the bind-source fds of a plan kept for policy_recompile() (it does not use them, and an
+ * open fd would pin a directory or keep a file system busy). */
+void compiled_plan_close_sources(struct compiled_plan *p);

@@ -98,6 +98,16 @@ static int build_filter(const struct policy_syscall_rule *rules, size_t n, scmp_
 	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
 	if (r < 0)
 		return r;
+	/*
+	 * A binary tree of syscall numbers instead of one long chain: the kernel runs a new filter
+	 * for every syscall number when it is loaded (to fill its action cache), so the load time
+	 * — paid by every sandbox before exec — follows the path length: 91 instructions as a
+	 * chain took 77 µs to load, 104 as a tree 39 µs. Every syscall the sandbox makes is
+	 * cheaper too.
+	 */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n; i++) {
 		r = add_spec_rule(ctx, &rules[i]);
 		if (r < 0)

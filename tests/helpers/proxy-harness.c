@@ -6,15 +6,16 @@
  *
  *   proxy-harness --policy FILE [--port N] [--events FILE] [--control FIFO]
  *                 [--max-connections N] [--idle-timeout-ms N] [--setup-timeout-ms N]
- *                 [--buffer-size BYTES]
+ *                 [--buffer-size BYTES] [--copy-only]
  *
  * Prints the port it listens on (127.0.0.1) as one line on stdout once it serves. Every audit
  * event is appended to --events as one JSON line ({"type":"net", …}, the fields the controller
  * emits). --control names a FIFO read for one command per line: "allow PATTERN", "deny PATTERN"
  * (the live changes of `cordon net allow|deny`), "reload" (the policy file again), "stats"; each
  * answers with a {"type":"control", …} line in the events file, carrying the rules in force,
- * the live connection count and this process's VmRSS. SIGTERM or SIGINT: stop the listener
- * (allowed connections report "shutdown") and exit 0.
+ * the live connection count and this process's VmRSS. --copy-only: tunnels relay through the
+ * buffers, never pipes (the engine's fallback when it cannot make pipes). SIGTERM or SIGINT:
+ * stop the listener (allowed connections report "shutdown") and exit 0.
  */
 #include "config.h"
 
@@ -172,6 +173,7 @@ int main(int argc, char **argv)
 					      { "idle-timeout-ms", required_argument, NULL, 'i' },
 					      { "setup-timeout-ms", required_argument, NULL, 's' },
 					      { "buffer-size", required_argument, NULL, 'b' },
+					      { "copy-only", no_argument, NULL, 'C' },
 					      {} };
 	struct harness h = { .control_fd = -1 };
 	_cleanup_proxy_rules_ struct proxy_rules *rules = NULL;
@@ -220,6 +222,9 @@ int main(int argc, char **argv)
 			if (parse_u64(optarg, &v) < 0 || v < 512 || v > (1U << 30))
 				goto usage;
 			limits.buffer_size = (size_t)v;
+			break;
+		case 'C':
+			limits.copy_only = true;
 			break;
 		default:
 			goto usage;
@@ -294,6 +299,6 @@ int main(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: proxy-harness --policy FILE [--port N] [--events FILE] "
 			"[--control FIFO] [--max-connections N] [--idle-timeout-ms N] "
-			"[--setup-timeout-ms N] [--buffer-size BYTES]\n");
+			"[--setup-timeout-ms N] [--buffer-size BYTES] [--copy-only]\n");
 	return 2;
 }

@@ -8,12 +8,15 @@ Servers (each binds 127.0.0.1:0, writes its port to PORTFILE, serves until kille
   echo PORTFILE                 raw TCP echo
   slowsink PORTFILE             reads slowly (8 KiB per 2 ms); at EOF answers "got N"
   source PORTFILE NBYTES        sends NBYTES as fast as the peer takes them, then closes
+  stall PORTFILE                accepts and never reads; closes after 60 s
 
 Clients (PROXY is the proxy's port on 127.0.0.1; print a result, exit 0 on success):
   raw PROXY DATA                send DATA (Python escapes allowed), print what comes back
   socks PROXY HOST PORT CMD     SOCKS5 greeting and request with command CMD; print the reply code
   upload PROXY HOST PORT N      CONNECT, send N bytes, half-close, print the answer
   slowread PROXY HOST PORT      CONNECT, read everything slowly, print the byte count
+  push PROXY HOST PORT MAX      CONNECT, send without blocking until nothing moves for 1 s or MAX
+                                bytes went: print "pushed N"
   concurrent PROXY HOST PORT N  N CONNECT tunnels to an echo server open at once, one echo each
   tunnel PROXY HOST PORT CTL    CONNECT to an echo server and keep it: each line read from the
                                 FIFO CTL is echoed through the tunnel; prints "echo: LINE"
@@ -112,6 +115,11 @@ def source(nbytes):
     return run
 
 
+def stall(c):
+    time.sleep(60)
+    c.close()
+
+
 def connect(proxy, host, port):
     s = socket.create_connection(("127.0.0.1", int(proxy)), timeout=30)
     s.sendall(b"CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n" % (
@@ -157,6 +165,8 @@ def main(argv):
             sys.stdout.write(recv_all(s).decode("latin-1"))
         except socket.timeout:
             print("(timeout)")
+    elif mode == "stall":
+        serve_raw(argv[2], stall)
     elif mode == "socks":
         s = socket.create_connection(("127.0.0.1", int(argv[2])), timeout=10)
         s.sendall(b"\x05\x01\x00")
@@ -187,6 +197,23 @@ def main(argv):
             n += len(d)
             time.sleep(0.002)
         print("read %d" % n)
+    elif mode == "push":
+        s = connect(argv[2], argv[3], argv[4])
+        limit = int(argv[5])
+        s.setblocking(False)
+        chunk = b"p" * 65536
+        n = 0
+        idle_since = time.monotonic()
+        while n < limit and time.monotonic() - idle_since < 1.0:
+            try:
+                k = s.send(chunk[:min(len(chunk), limit - n)])
+                n += k
+                idle_since = time.monotonic()
+            except BlockingIOError:
+                time.sleep(0.01)
+        print("pushed %d" % n)
+        sys.stdout.flush()
+        s.close()
     elif mode == "concurrent":
         n = int(argv[5])
         socks = [connect(argv[2], argv[3], argv[4]) for _ in range(n)]

@@ -4,7 +4,7 @@
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 [ -x "$CORDON" ] || skip_all "cordon not built"
-plan 31
+plan 38
 
 work="$TEST_TMP/work"
 mkdir -p "$work"
@@ -100,5 +100,28 @@ err=$("$CORDON" run --policy "$TEST_TMP/bad.json" -- true 2>&1)
 is 120 $? "an invalid policy is refused (120)"
 echo "$err" | grep -q 'limits.pids'
 ok $? "the error names the field: $err"
+
+# 9. Repeated runs reuse the controller's compiled plan, but never a stale view of the host:
+# a workspace replaced between two runs is seen as it is now.
+cd "$TEST_TMP" && mkdir -p ws && echo one >ws/f && cd ws || exit 1
+is "one" "$("$CORDON" run -- /bin/cat f 2>&1)" "first run in a workspace"
+is "one" "$("$CORDON" run -- /bin/cat f 2>&1)" "the same run again"
+cd "$TEST_TMP" && mv ws ws.old && mkdir ws && echo two >ws/f && cd ws || exit 1
+is "two" "$("$CORDON" run -- /bin/cat f 2>&1)" "a replaced workspace is seen as it is now"
+"$CORDON" run -- /bin/sh -c 'test -w . && echo x >g' && [ -s g ]
+ok $? "and it is the writable workspace"
+cd "$work" || exit 1
+
+# 10. The controller's own state (secrets, settings) and its socket are hidden from every
+# sandbox, even one whose workspace contains them.
+"$CORDON" secret --help >/dev/null 2>&1 # the state directory exists by now either way
+out=$(cd "$TEST_TMP" && "$CORDON" run -- /bin/sh -c \
+	"ls -A state/cordon 2>&1; ls -A run/cordon 2>&1" 2>&1)
+is "" "$out" "a workspace holding the state and runtime directories shows them empty"
+[ -n "$(ls -A "$XDG_STATE_HOME/cordon")" ]
+ok $? "…while they are not empty on the host"
+out=$(cd "$XDG_STATE_HOME/cordon" && "$CORDON" run -- /bin/true 2>&1)
+echo "$out" | grep -q "hidden by filesystem.deny"
+ok $? "a workspace inside the state directory is refused: $out"
 
 done_testing

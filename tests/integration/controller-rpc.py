@@ -94,6 +94,9 @@ t.ok(r and r["result"]["signal"] == 9, "release killed what was left in it", r)
 r = c.call("sandbox.list", {})
 t.ok(all(s["sandboxId"] not in (sid, child) for s in r["result"]["sandboxes"]),
      "the sandbox and its child are gone", r)
+r = c.call("process.exec", base(sandbox=sid, argv=["/bin/true"]))
+t.ok("sandbox" in r.get("error", {}).get("data", {}).get("field", ""),
+     "a released sandbox takes no more processes (its compiled plan is not reused)", r)
 
 # The setup hook: runs on every acquisition; a non-zero exit fails the acquisition.
 rw = {"filesystem": {"workspace": {"path": WORK, "access": "read-write"}}}

@@ -2,12 +2,13 @@
 # The allowed-domains proxy engine (controller/proxy-*.c) driven by real clients, without a
 # launcher: tests/helpers/proxy-harness serves a loopback listener with rules from a policy file.
 # Upstreams are local (tests/helpers/proxy-peer.py: HTTP, TLS with a certificate made here,
-# echo, a slow sink, a fast source); names reach them through resolve pins. Covered: plain HTTP,
-# CONNECT (HTTP and TLS), SOCKS5; refusals with 403 naming the rule, and their audit events;
-# wildcards; IP literals; loopback without explicit permission; malformed requests; 100
-# concurrent tunnels; the connection limit; 10 MiB through a slow reader either way with the
-# harness's RSS bounded; idle and set-up timeouts; live allow/deny for new connections only;
-# shutdown.
+# echo, a slow sink, a fast source, a stalled reader); names reach them through resolve pins.
+# Covered: plain HTTP, CONNECT (HTTP and TLS), SOCKS5; refusals with 403 naming the rule, and
+# their audit events; wildcards; IP literals; loopback without explicit permission; malformed
+# requests; 100 concurrent tunnels; the connection limit; 10 MiB through a slow reader either
+# way with the harness's RSS bounded; a client stopped by an upstream that never reads (all three
+# through splice() pipes and through the buffers); idle and set-up timeouts; live allow/deny for
+# new connections only; shutdown.
 #
 # What needs the sandbox itself (no route out of the netns, raw sockets, UDP DNS) is tested with
 # the launcher. Skips (1..0) without curl, python3 or openssl; CORDON_MUST_WORK=1 makes that a
@@ -135,10 +136,16 @@ control() {
 rss_kib() {
 	sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$1/status"
 }
+# Is pid $1 running (a zombie is not: this runs in a command substitution, where dash does not
+# reap the caller's children)?
+running() {
+	state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null)
+	[ -n "$state" ] && [ "$state" != Z ]
+}
 # Largest VmRSS of pid while the process $2 runs.
 max_rss_while() {
 	m=0
-	while kill -0 "$2" 2>/dev/null; do
+	while running "$2"; do
 		r=$(rss_kib "$1")
 		[ -n "$r" ] && [ "$r" -gt "$m" ] && m=$r
 		sleep 0.05
@@ -146,7 +153,7 @@ max_rss_while() {
 	echo "$m"
 }
 
-echo "1..48"
+echo "1..57"
 
 # ---- upstreams -------------------------------------------------------------------------------
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout "$tmp/key.pem" -out "$tmp/cert.pem" \
@@ -166,13 +173,15 @@ start_peer sink slowsink
 SINK=$port
 start_peer source source 10485760
 SOURCE=$port
+start_peer stall stall
+STALL=$port
 
 cat >"$tmp/policy.json" <<EOF
 {"version": 1, "network": {"mode": "proxy",
   "allowDomains": ["a.example.test", "*.example.test", "tls.example.test:$TLS", "localhost",
                    "127.0.0.2"],
   "denyDomains": ["bad.example.test"],
-  "allowPorts": [$HTTP, $ECHO, $SINK, $SOURCE],
+  "allowPorts": [$HTTP, $ECHO, $SINK, $SOURCE, $STALL],
   "resolve": ["a.example.test=127.0.0.1", "b.example.test=127.0.0.1",
               "bad.example.test=127.0.0.1", "tls.example.test=127.0.0.1",
               "x.example.test=127.0.0.1"]}}
@@ -310,25 +319,50 @@ ok $? "100 concurrent CONNECT tunnels each echo" || diag "$out"
 grep -q '"connections":100' "$tmp/stats100"
 ok $? "... all 100 open in the proxy at once" || diag "$(cat "$tmp/stats100")"
 
-rss0=$(rss_kib "$H")
-python3 "$peer" upload "$P" a.example.test "$SINK" 10485760 >"$tmp/upload.out" 2>&1 &
-up=$!
-rss_max=$(max_rss_while "$H" $up)
-wait $up
-grep -q '^got 10485760$' "$tmp/upload.out"
-ok $? "10 MiB to a slow reader arrive whole" || diag "$(cat "$tmp/upload.out")"
-[ $((rss_max - rss0)) -lt 4096 ]
-ok $? "... the proxy's RSS grew by $((rss_max - rss0)) KiB (< 4 MiB)"
+# Bounded memory through harness $1 (port $2, pid $3): 10 MiB to a slow reader either way, and
+# an upstream that never reads. In the last, the relay must stop reading from the client once its
+# pipe (or buffer) towards the upstream is full, so what the client can push is bounded by the
+# socket buffers on the way (at most twice tcp_wmem's and tcp_rmem's maximum) plus the pipe
+# (1 MiB). Six tests.
+memory_checks() {
+	what=$1
+	rss0=$(rss_kib "$3")
+	python3 "$peer" upload "$2" a.example.test "$SINK" 10485760 >"$tmp/upload.out" 2>&1 &
+	up=$!
+	rss_max=$(max_rss_while "$3" $up)
+	wait $up
+	grep -q '^got 10485760$' "$tmp/upload.out"
+	ok $? "$what: 10 MiB to a slow reader arrive whole" || diag "$(cat "$tmp/upload.out")"
+	[ $((rss_max - rss0)) -lt 4096 ]
+	ok $? "... the proxy's RSS grew by $((rss_max - rss0)) KiB (< 4 MiB)"
 
-rss0=$(rss_kib "$H")
-python3 "$peer" slowread "$P" a.example.test "$SOURCE" >"$tmp/download.out" 2>&1 &
-down=$!
-rss_max=$(max_rss_while "$H" $down)
-wait $down
-grep -q '^read 10485760$' "$tmp/download.out"
-ok $? "10 MiB from a fast source to a slow reading client arrive whole" || diag "$(cat "$tmp/download.out")"
-[ $((rss_max - rss0)) -lt 4096 ]
-ok $? "... the proxy's RSS grew by $((rss_max - rss0)) KiB (< 4 MiB)"
+	rss0=$(rss_kib "$3")
+	python3 "$peer" slowread "$2" a.example.test "$SOURCE" >"$tmp/download.out" 2>&1 &
+	down=$!
+	rss_max=$(max_rss_while "$3" $down)
+	wait $down
+	grep -q '^read 10485760$' "$tmp/download.out"
+	ok $? "$what: 10 MiB from a fast source to a slow reading client arrive whole" ||
+		diag "$(cat "$tmp/download.out")"
+	[ $((rss_max - rss0)) -lt 4096 ]
+	ok $? "... the proxy's RSS grew by $((rss_max - rss0)) KiB (< 4 MiB)"
+
+	wmax=$(awk '{print $3}' /proc/sys/net/ipv4/tcp_wmem)
+	rmax=$(awk '{print $3}' /proc/sys/net/ipv4/tcp_rmem)
+	bound=$((2 * wmax + 2 * rmax + 2 * 1048576))
+	rss0=$(rss_kib "$3")
+	python3 "$peer" push "$2" a.example.test "$STALL" $((bound + 67108864)) >"$tmp/push.out" 2>&1 &
+	push=$!
+	rss_max=$(max_rss_while "$3" $push)
+	wait $push
+	pushed=$(sed -n 's/^pushed //p' "$tmp/push.out")
+	[ -n "$pushed" ] && [ "$pushed" -gt 0 ] && [ "$pushed" -lt "$bound" ]
+	ok $? "$what: a client writing to a stalled upstream is stopped after $pushed bytes (< $bound)" ||
+		diag "$(cat "$tmp/push.out")"
+	[ $((rss_max - rss0)) -lt 4096 ]
+	ok $? "... the proxy's RSS grew by $((rss_max - rss0)) KiB (< 4 MiB)"
+}
+memory_checks "splice" "$P" "$H"
 
 # ---- live changes ----------------------------------------------------------------------------
 mkfifo "$tmp/tunnel.ctl"
@@ -362,6 +396,14 @@ ok $? "stopping the listener closes the tunnel with a shutdown event" || diag "r
 echo quit >&7
 exec 7>&-
 wait "$tpid" 2>/dev/null
+
+# ---- the buffer relay -----------------------------------------------------------------------
+# The engine's fallback when it cannot make pipes (out of fds): the same bounds hold.
+start_harness copy --policy "$tmp/policy.json" --copy-only
+out=$(curl -sS -m 10 -p -x "http://127.0.0.1:$hport" "http://b.example.test:$HTTP/copied" 2>&1)
+printf '%s\n' "$out" | grep -q "^request: GET /copied HTTP/1.1$"
+ok $? "copy-only: CONNECT through the buffers" || diag "$out"
+memory_checks "copy-only" "$hport" "$hpid"
 
 # ---- limits ----------------------------------------------------------------------------------
 start_harness limits --policy "$tmp/policy.json" --max-connections 2 --idle-timeout-ms 400 \

@@ -395,6 +395,114 @@ static void test_fds_and_cache(void)
 	is_str("stdin", a->fd_what[idx], "and records what it is");
 }
 
+/* fd refers to what root/rel names now. */
+static bool same_file(int fd, const char *rel)
+{
+	_cleanup_free_ char *p = strdup_printf("%s/%s", root, rel);
+	struct stat a, b;
+
+	return p && fd >= 0 && fstat(fd, &a) == 0 && stat(p, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+static void rename_in_root(const char *from, const char *to)
+{
+	_cleanup_free_ char *a = strdup_printf("%s/%s", root, from),
+			    *b = strdup_printf("%s/%s", root, to);
+
+	if (!a || !b || rename(a, b) < 0)
+		bail("rename %s %s", from, to);
+}
+
+static void rm_in_root(const char *rel)
+{
+	_cleanup_free_ char *p = strdup_printf("%s/%s", root, rel);
+
+	if (!p || remove(p) < 0)
+		bail("remove %s", rel);
+}
+
+/* The plan without argv, as text: what two requests of one policy share. */
+static char *shared_part(json_t *plan)
+{
+	_cleanup_json_ json_t *c = json_deep_copy(plan);
+
+	if (!c)
+		return NULL;
+	(void)json_object_del(c, "argv");
+	return json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+}
+
+static void test_recompile(void)
+{
+	struct compile_ctx ctx = base_ctx();
+	struct field_error err = { "", "" };
+	_cleanup_policy_ struct policy *p = NULL;
+	_cleanup_compiled_plan_ struct compiled_plan *cached = NULL, *again = NULL, *moved = NULL,
+						     *stale = NULL;
+	static char *const argv2[] = { (char *)"/bin/echo", (char *)"two", NULL };
+	_cleanup_free_ char *want = NULL, *got = NULL;
+	int ws = -1;
+
+	static const char doc[] = "{\"version\": 1}";
+
+	if (policy_parse_string(doc, strlen(doc), &p, &err) < 0 ||
+	    policy_resolve(p, &ctx, &err) < 0)
+		bail("default policy: %s", err.reason);
+	is_int(0, policy_compile(p, &ctx, &cached, &err), "compile the plan to keep");
+	if (!cached)
+		bail("no plan");
+	for (size_t i = 0; i < cached->n_sources; i++)
+		if (streq(cached->sources[i].host, "/home/user/project"))
+			ws = cached->sources[i].fd_index;
+	ok(ws >= 0 && (size_t)ws < cached->n_fds, "the workspace is a bind source (fd %d)", ws);
+	if (ws < 0)
+		return;
+	compiled_plan_close_sources(cached);
+	ok(cached->fds[ws] < 0, "a kept plan holds no bind-source fd");
+
+	ctx.argv = argv2;
+	is_int(0, policy_recompile(p, cached, &ctx, &again, &err), "recompile for another argv");
+	want = shared_part(cached->plan);
+	got = again ? shared_part(again->plan) : NULL;
+	ok(want && got && streq(want, got), "the same plan apart from argv");
+	is_str("/bin/echo",
+	       again ? json_string_value(json_array_get(json_object_get(again->plan, "argv"), 0))
+		     : NULL,
+	       "with the new argv");
+	is_str("/bin/sh",
+	       json_string_value(json_array_get(json_object_get(cached->plan, "argv"), 0)),
+	       "the kept plan keeps its own");
+	is_int((long long)cached->n_fds, again ? (long long)again->n_fds : -1, "as many fds");
+	ok(again && same_file(again->fds[ws], "home/user/project"),
+	   "the bind source is opened again");
+
+	rename_in_root("home/user/project", "home/user/project.old");
+	mk("home/user/project", true);
+	is_int(0, policy_recompile(p, cached, &ctx, &moved, &err), "recompile after a replace");
+	ok(moved && same_file(moved->fds[ws], "home/user/project") &&
+		   !same_file(moved->fds[ws], "home/user/project.old"),
+	   "a replaced directory is exposed as it is now, never as it was");
+	rm_in_root("home/user/project");
+	rename_in_root("home/user/project.old", "home/user/project");
+
+	mk("lib64", true);
+	is_int(-ESTALE, policy_recompile(p, cached, &ctx, &stale, &err),
+	       "a default path that appeared: compile again");
+	rm_in_root("lib64");
+	rm_in_root("bin");
+	ln("usr/sbin", "bin");
+	is_int(-ESTALE, policy_recompile(p, cached, &ctx, &stale, &err),
+	       "a symlink that points elsewhere: compile again");
+	rm_in_root("bin");
+	ln("usr/bin", "bin");
+	rename_in_root("etc", "etc.x");
+	is_int(-ESTALE, policy_recompile(p, cached, &ctx, &stale, &err),
+	       "a bound path that vanished: compile again");
+	rename_in_root("etc.x", "etc");
+	is_int(0, policy_recompile(p, cached, &ctx, &stale, &err), "and all is well once restored");
+}
+
 static void test_host_gaps(void)
 {
 	struct field_error err = { "", "" };
@@ -565,6 +673,7 @@ int main(void)
 	test_cwd();
 	test_env();
 	test_fds_and_cache();
+	test_recompile();
 	test_host_gaps();
 	test_explain_agrees();
 	test_seccomp_runs();

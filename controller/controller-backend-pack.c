@@ -1,0 +1,1090 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pack:<id>:<kind> — a backend contributed by an installed pack (SPEC §6). Each instance runs
+ * the pack's executable as a process of its own, *confined*: it is spawned through the OS
+ * launcher (cordon-launcherd, privileged or user mode, as builtin:auto finds it) under a policy
+ * made for it — the embedded default with
+ *   - its own pack directory read-only (and the system directories, as any sandbox),
+ *   - a private writable state directory, <state>/pack-state/<id>/, as its workspace and cwd,
+ *   - network "none" unless its manifest asks for "loopback" or "host" (the admin floor decides),
+ *   - no environment but PATH,
+ * and it dies with the instance (dieWithRequester). Its stdin and stdout are one end of a
+ * socketpair; the controller speaks the launcher contract to it as newline-delimited JSON-RPC
+ * 2.0 (docs/PROTOCOL.md, "Pack protocol"), passing stdio fds with SCM_RIGHTS. Every call has a
+ * timeout; when the pack process dies (or breaks the protocol) its pending calls fail and the
+ * instance is lost (controller_backend_lost()).
+ *
+ * The processes a pack starts are its children, inside its sandbox: at least as confined as the
+ * pack itself.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/json-cleanup.h"
+#include "common/log.h"
+#include "common/system.h"
+#include "common/util.h"
+#include "controller/backend-secrets.h"
+#include "controller/backend-settings.h"
+#include "controller/controller-interaction.h"
+#include "controller/controller-packs.h"
+#include "controller/controller.h"
+#include "controller/ctl-launcher.h"
+#include "ipc/ipc-jsonrpc.h"
+#include "policy/policy-compile.h"
+#include "policy/policy-parse.h"
+
+/* Outstanding host interactions one pack instance may have. */
+#define PACK_INTERACTIONS_MAX 4
+
+struct pack_inst;
+typedef void (*pack_reply_cb)(struct pack_inst *pi, int r, json_t *result, json_t *error, void *ud);
+
+struct pack_call {
+	struct pack_call *next;
+	struct pack_inst *pi;
+	json_int_t id;
+	char method[16];
+	uint64_t origin; /* the client behind the call (host interactions go to it) */
+	struct event_source *timer;
+	pack_reply_cb cb;
+	void *ud;
+};
+
+struct pack_inst {
+	struct backend_instance *bi;
+	struct pack_backend *pb;
+	struct ctl_launcher *l;
+	struct event_source *lsrc;
+	json_t *hello;
+	char *sandbox; /* the pack process's own sandbox */
+	struct jsonrpc_conn *conn;
+	struct event_source *src;
+	struct pack_call *calls;
+	json_int_t next_id;
+	bool gone;     /* the pack process or its channel is gone */
+	bool stopping; /* we are ending it: its end is not a loss */
+	unsigned interactions;
+	/* configure: the request line (wipeable memory: it holds the secrets), sent once the
+	 * process runs, and its completion. */
+	char *configure_line;
+	size_t configure_len;
+	json_int_t configure_id;
+	backend_done_cb configure_done;
+	void *configure_ud;
+	struct event_source *start_timer;
+};
+
+static struct pack_backend *pack_of(const struct backend_ops *ops)
+{
+	return (struct pack_backend *)ops;
+}
+
+static void pack_gone(struct pack_inst *pi, const char *why);
+
+/* ------------------------------------------------------------------------- calls */
+
+static void call_free(struct pack_call *call)
+{
+	event_source_free(call->timer);
+	free(call);
+}
+
+static void call_unlink(struct pack_call *call)
+{
+	for (struct pack_call **p = &call->pi->calls; *p; p = &(*p)->next)
+		if (*p == call) {
+			*p = call->next;
+			return;
+		}
+}
+
+static void call_finish(struct pack_call *call, int r, json_t *result, json_t *error)
+{
+	call_unlink(call);
+	if (call->cb)
+		call->cb(call->pi, r, result, error, call->ud);
+	call_free(call);
+}
+
+static int on_call_timeout(struct event_source *s, void *userdata)
+{
+	struct pack_call *call = userdata;
+
+	log_warning("%s: the pack did not answer %s in time", call->pi->bi->name, call->method);
+	call_finish(call, -ETIMEDOUT, NULL, NULL);
+	return 0;
+}
+
+static int conn_update_events(struct pack_inst *pi)
+{
+	uint32_t ev = EPOLLIN | EPOLLRDHUP;
+
+	if (jsonrpc_conn_queued_bytes(pi->conn) > 0)
+		ev |= EPOLLOUT;
+	return event_source_set_events(pi->src, ev);
+}
+
+static int pack_send(struct pack_inst *pi, json_t *msg, const int *fds, size_t n_fds)
+{
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	if (pi->gone || !pi->conn)
+		return -ECONNRESET;
+	r = jsonrpc_conn_send(pi->conn, msg, fds, n_fds);
+	if (r == -EAGAIN)
+		return conn_update_events(pi);
+	return r;
+}
+
+static struct pack_call *call_register(struct pack_inst *pi, json_int_t id, const char *method,
+				       unsigned timeout_ms, pack_reply_cb cb, void *ud)
+{
+	struct pack_call *call = calloc(1, sizeof(*call));
+
+	if (!call)
+		return NULL;
+	call->pi = pi;
+	call->id = id;
+	(void)snprintf(call->method, sizeof(call->method), "%s", method);
+	call->origin = pi->bi->origin_client;
+	call->cb = cb;
+	call->ud = ud;
+	if (event_add_timer(pi->bi->ctl->loop, (uint64_t)timeout_ms * 1000ULL, false,
+			    on_call_timeout, call, &call->timer) < 0) {
+		free(call);
+		return NULL;
+	}
+	call->next = pi->calls;
+	pi->calls = call;
+	return call;
+}
+
+/* Send a request (params stolen, fds borrowed); cb gets the answer, a timeout or the loss. */
+static int pack_call(struct pack_inst *pi, const char *method, json_t *params, const int *fds,
+		     size_t n_fds, unsigned timeout_ms, pack_reply_cb cb, void *ud)
+{
+	json_int_t id = ++pi->next_id;
+	_cleanup_json_ json_t *msg = jsonrpc_request_new(id, method, params);
+	struct pack_call *call;
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	call = call_register(pi, id, method, timeout_ms, cb, ud);
+	if (!call)
+		return -ENOMEM;
+	r = pack_send(pi, msg, fds, n_fds);
+	if (r < 0) {
+		call_unlink(call);
+		call_free(call);
+	}
+	return r;
+}
+
+/* "message" of a pack's error object, for logs and activation steps. */
+static const char *error_message(json_t *error, int r)
+{
+	const char *m = json_string_value(json_object_get(error, "message"));
+
+	if (m)
+		return m;
+	if (r == -ETIMEDOUT)
+		return "the pack did not answer in time";
+	if (r == -ECONNRESET)
+		return "the pack process exited";
+	return strerror(r < 0 ? -r : EIO);
+}
+
+/* ------------------------------------------------------------------------- from the pack */
+
+static void on_exited(struct pack_inst *pi, json_t *params)
+{
+	static const char *const keys[] = { "sandbox", "exitCode",     "signal",
+					    "reason",  "durationUsec", NULL };
+	static const char *const reasons[] = { "exited", "signaled", "timeout",
+					       "killed", "memory",   NULL };
+	struct field_error fe = { 0 };
+	const char *sandbox = NULL, *reason = NULL;
+	int64_t code = 0, sig = 0, dur = 0;
+	_cleanup_json_ json_t *exit = NULL;
+	bool known = false;
+
+	if (ipc_json_check_keys(params, keys, "params", &fe) < 0 ||
+	    ipc_json_get_string(params, "sandbox", true, "params", &sandbox, &fe) < 0 ||
+	    ipc_json_get_int64(params, "exitCode", false, 0, 255, "params", &code, &fe) < 0 ||
+	    ipc_json_get_int64(params, "signal", false, 0, 64, "params", &sig, &fe) < 0 ||
+	    ipc_json_get_string(params, "reason", true, "params", &reason, &fe) < 0 ||
+	    ipc_json_get_int64(params, "durationUsec", false, 0, INT64_MAX, "params", &dur, &fe) <
+		    0) {
+		log_warning("%s: ignoring a malformed exited notification (%s: %s)", pi->bi->name,
+			    fe.field, fe.reason);
+		return;
+	}
+	for (const char *const *k = reasons; *k; k++)
+		known = known || streq(*k, reason);
+	if (!known) {
+		log_warning("%s: ignoring an exited notification with reason \"%.32s\"",
+			    pi->bi->name, reason);
+		return;
+	}
+	exit = json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox", sandbox, "pid", 0,
+			 "exitCode", (int)code, "signal", (int)sig, "reason", reason,
+			 "durationUsec", (json_int_t)dur, "limits", "pids", false, "memory", false);
+	if (exit)
+		controller_process_exited_on(pi->bi->ctl, pi->bi, sandbox, exit);
+}
+
+struct interaction_req {
+	struct backend_instance *bi; /* a reference while the question is out */
+	json_t *id;
+	bool secret;
+};
+
+static void interaction_answered(int r, json_t *answer, void *ud)
+{
+	struct interaction_req *ir = ud;
+	struct pack_inst *pi = ir->bi->data;
+
+	if (pi) {
+		_cleanup_json_ json_t *msg = NULL;
+
+		pi->interactions--;
+		if (r >= 0 && ir->secret)
+			/* The value went into the secret store; the pack gets it through
+			 * configure at the next activation, never over this reply. */
+			msg = jsonrpc_result_new(
+				ir->id, json_pack("{s:O?,s:O?}", "configured",
+						  json_object_get(answer, "configured"), "changed",
+						  json_object_get(answer, "changed")));
+		else if (r >= 0)
+			msg = jsonrpc_result_new(ir->id, json_deep_copy(answer));
+		else
+			msg = jsonrpc_error_new(ir->id,
+						r == -ETIMEDOUT ? CORDON_ERR_TIMEOUT
+								: CORDON_ERR_UNAVAILABLE,
+						r == -ETIMEDOUT ? "no answer in time"
+								: "the interaction could not be "
+								  "presented",
+						NULL);
+		if (!pi->gone)
+			(void)pack_send(pi, msg, NULL, 0);
+	}
+	json_decref(ir->id);
+	backend_instance_unref(ir->bi);
+	free(ir);
+}
+
+/* The client an interaction belongs to: the call it names, else the oldest pending call's, else
+ * the activation's. */
+static uint64_t interaction_origin(struct pack_inst *pi, json_t *params)
+{
+	json_t *req = json_object_get(params, "request");
+	uint64_t origin = pi->bi->origin_client;
+
+	for (struct pack_call *call = pi->calls; call; call = call->next) {
+		if (json_is_integer(req) && json_integer_value(req) == call->id)
+			return call->origin;
+		if (call->origin)
+			origin = call->origin;
+	}
+	return origin;
+}
+
+static void on_interaction(struct pack_inst *pi, json_t *id, json_t *params)
+{
+	static const char *const keys[] = { "kind", "prompt", "options", "field", "request", NULL };
+	struct field_error fe = { 0 };
+	const char *kind = NULL, *field = NULL;
+	_cleanup_json_ json_t *ask = NULL, *err = NULL;
+	struct interaction_req *ir;
+	uint64_t origin;
+	int r;
+
+	if (ipc_json_check_keys(params, keys, "params", &fe) < 0 ||
+	    ipc_json_get_string(params, "kind", true, "params", &kind, &fe) < 0 ||
+	    ipc_json_get_string(params, "field", false, "params", &field, &fe) < 0) {
+		err = jsonrpc_error_field_new(id, JSONRPC_INVALID_PARAMS, &fe);
+		(void)pack_send(pi, err, NULL, 0);
+		return;
+	}
+	origin = interaction_origin(pi, params);
+	ask = json_object();
+	if (ask && json_object_get(params, "prompt"))
+		(void)json_object_set(ask, "prompt", json_object_get(params, "prompt"));
+	if (ask && json_object_get(params, "options"))
+		(void)json_object_set(ask, "options", json_object_get(params, "options"));
+	if (ask && streq(kind, "secret-input"))
+		/* Only a secret field of this very backend: a pack never fills another's. */
+		(void)json_object_set_new(ask, "backend", json_string(pi->bi->ref));
+	if (ask && field)
+		(void)json_object_set_new(ask, "field", json_string(field));
+	ir = calloc(1, sizeof(*ir));
+	if (!ask || !ir) {
+		free(ir);
+		return;
+	}
+	ir->bi = backend_instance_ref(pi->bi);
+	ir->id = json_incref(id);
+	ir->secret = streq(kind, "secret-input");
+	r = origin == 0 ? -ESRCH
+	    : pi->interactions >= PACK_INTERACTIONS_MAX
+		    ? -EBUSY
+		    : controller_interaction_ask(pi->bi->ctl, origin, kind, ask,
+						 PACK_INTERACTION_TIMEOUT_MS, interaction_answered,
+						 ir);
+	if (r < 0) {
+		log_info("%s: a %s interaction cannot be presented: %s", pi->bi->name, kind,
+			 r == -ESRCH ? "no client is waiting on this operation" : strerror(-r));
+		err = jsonrpc_error_new(
+			id, r == -EINVAL ? JSONRPC_INVALID_PARAMS : CORDON_ERR_UNAVAILABLE,
+			r == -EINVAL ? "invalid interaction"
+				     : "the interaction could not be presented",
+			NULL);
+		(void)pack_send(pi, err, NULL, 0);
+		json_decref(ir->id);
+		backend_instance_unref(ir->bi);
+		free(ir);
+		return;
+	}
+	pi->interactions++;
+}
+
+static void pack_message(struct pack_inst *pi, json_t *msg)
+{
+	struct field_error fe = { 0 };
+	enum jsonrpc_kind kind;
+	const char *method = NULL;
+	json_t *id = NULL, *body = NULL;
+
+	if (jsonrpc_classify(msg, &kind, &method, &id, &body, &fe) < 0) {
+		pack_gone(pi, "the pack broke the protocol (not a JSON-RPC 2.0 message)");
+		return;
+	}
+	switch (kind) {
+	case JSONRPC_KIND_RESULT:
+	case JSONRPC_KIND_ERROR:
+		for (struct pack_call *call = pi->calls; call; call = call->next)
+			if (json_is_integer(id) && json_integer_value(id) == call->id) {
+				if (kind == JSONRPC_KIND_RESULT)
+					call_finish(call, 0, body, NULL);
+				else
+					call_finish(call, -EIO, NULL, body);
+				return;
+			}
+		log_debug("%s: an answer to no pending call", pi->bi->name);
+		return;
+	case JSONRPC_KIND_REQUEST:
+		if (streq(method, "interaction") && json_is_object(body)) {
+			on_interaction(pi, id, body);
+		} else {
+			_cleanup_json_ json_t *e = jsonrpc_error_new(id, JSONRPC_METHOD_NOT_FOUND,
+								     "no such method", NULL);
+
+			(void)pack_send(pi, e, NULL, 0);
+		}
+		return;
+	case JSONRPC_KIND_NOTIFICATION:
+		if (streq(method, "exited") && json_is_object(body))
+			on_exited(pi, body);
+		else
+			log_debug("%s: ignoring the notification \"%.32s\"", pi->bi->name, method);
+		return;
+	}
+}
+
+static int on_pack_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct pack_inst *pi = userdata;
+	bool eof = false;
+
+	if (revents & EPOLLOUT) {
+		int r = jsonrpc_conn_flush(pi->conn);
+
+		if (r < 0 && r != -EAGAIN)
+			eof = true;
+	}
+	if (revents & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)) {
+		ssize_t n = jsonrpc_conn_fill(pi->conn);
+
+		if (n == 0 || (n < 0 && n != -EAGAIN))
+			eof = true;
+	}
+	while (!pi->gone) {
+		_cleanup_json_ json_t *msg = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n_fds = 0;
+		struct field_error fe = { 0 };
+		int r = jsonrpc_conn_next(pi->conn, &msg, fds, &n_fds, &fe);
+
+		if (r == 0)
+			break;
+		close_many(fds, n_fds); /* nothing the pack sends carries fds */
+		if (r < 0) {
+			pack_gone(pi, "the pack broke the protocol (a line that is not a JSON "
+				      "object, or too long)");
+			return 0;
+		}
+		pack_message(pi, msg);
+	}
+	if (pi->gone)
+		return 0;
+	if (eof) {
+		pack_gone(pi, "the pack closed its channel");
+		return 0;
+	}
+	return conn_update_events(pi);
+}
+
+/* ------------------------------------------------------------------------- start and loss */
+
+static void configure_complete(struct pack_inst *pi, int r, const char *message)
+{
+	backend_done_cb done = pi->configure_done;
+
+	event_source_free(pi->start_timer);
+	pi->start_timer = NULL;
+	backend_secret_free(pi->configure_line);
+	pi->configure_line = NULL;
+	pi->configure_done = NULL;
+	if (done)
+		done(pi->bi, r, message, pi->configure_ud);
+}
+
+static void pack_gone(struct pack_inst *pi, const char *why)
+{
+	struct backend_instance *bi = pi->bi;
+
+	if (pi->gone)
+		return;
+	pi->gone = true;
+	event_source_free(pi->src);
+	pi->src = NULL;
+	if (!pi->stopping)
+		log_warning("%s: %s", bi->name, why);
+	while (pi->calls)
+		call_finish(pi->calls, -ECONNRESET, NULL, NULL);
+	if (pi->configure_done) {
+		configure_complete(pi, -ECONNRESET, why);
+		return;
+	}
+	if (!pi->stopping)
+		controller_backend_lost(bi->ctl, bi);
+}
+
+static void on_launcher_exit(struct ctl_launcher *l, const struct ctl_launcher_exit *e, void *ud)
+{
+	struct pack_inst *pi = ud;
+	char why[160];
+
+	if (!pi->sandbox || !streq(pi->sandbox, e->sandbox))
+		return;
+	(void)snprintf(why, sizeof(why), "the pack process ended (%s, code %d, signal %d)",
+		       e->reason, e->exit_code, e->signal);
+	pack_gone(pi, why);
+}
+
+static int on_launcher_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct pack_inst *pi = userdata;
+	int r = ctl_launcher_process(pi->l);
+
+	if (r < 0) {
+		event_source_free(pi->lsrc);
+		pi->lsrc = NULL;
+		pack_gone(pi, "lost the launcher that confines the pack");
+	}
+	return 0;
+}
+
+static int on_start_timeout(struct event_source *s, void *userdata)
+{
+	struct pack_inst *pi = userdata;
+
+	pi->stopping = true;
+	pack_gone(pi, "the pack process did not start in time");
+	return 0;
+}
+
+static void configure_answered(struct pack_inst *pi, int r, json_t *result, json_t *error, void *ud)
+{
+	configure_complete(pi, r, r < 0 ? error_message(error, r) : NULL);
+}
+
+static void on_pack_spawned(struct ctl_launcher *l, const char *sandbox, int pidfd, pid_t pid,
+			    int proxy_fd, const struct ctl_launcher_error *err, void *userdata)
+{
+	struct pack_inst *pi = userdata;
+	char msg[1400];
+	int r;
+
+	safe_close(pidfd);
+	safe_close(proxy_fd);
+	if (!pi->configure_done)
+		return; /* timed out meanwhile */
+	if (!sandbox) {
+		(void)snprintf(msg, sizeof(msg), "cannot start the pack process: %s%s%s%s",
+			       err ? err->message : "unknown error",
+			       err && *err->step ? " (step " : "", err ? err->step : "",
+			       err && *err->step ? ")" : "");
+		pi->gone = true;
+		configure_complete(pi, err ? ctl_launcher_error_to_errno(err->code) : -EIO, msg);
+		return;
+	}
+	pi->sandbox = strdup(sandbox);
+	log_info("%s: pack process started in sandbox %s", pi->bi->name, sandbox);
+	r = event_add_io(pi->bi->ctl->loop, jsonrpc_conn_fd(pi->conn), EPOLLIN | EPOLLRDHUP,
+			 on_pack_io, pi, &pi->src);
+	if (r >= 0 && !call_register(pi, pi->configure_id, "configure", PACK_CONFIGURE_TIMEOUT_MS,
+				     configure_answered, NULL))
+		r = -ENOMEM;
+	/* The first line on a fresh channel: written at once, from wipeable memory. */
+	if (r >= 0)
+		r = loop_write(jsonrpc_conn_fd(pi->conn), pi->configure_line, pi->configure_len);
+	backend_secret_free(pi->configure_line);
+	pi->configure_line = NULL;
+	if (r < 0) {
+		while (pi->calls)
+			call_finish(pi->calls, r, NULL, NULL);
+		if (pi->configure_done)
+			configure_complete(pi, r, "cannot talk to the pack process");
+	}
+}
+
+/* The pack process's own policy, compiled for the launcher that will run it. */
+static int compile_pack_plan(struct pack_inst *pi, const char *state_dir,
+			     struct compiled_plan **ret, struct field_error *fe)
+{
+	struct controller *c = pi->bi->ctl;
+	struct pack_backend *pb = pi->pb;
+	_cleanup_json_ json_t *params = NULL, *doc = NULL;
+	_cleanup_(policy_freep) struct policy *policy = NULL;
+	char *argv[] = { pb->executable, NULL };
+	char *envp[] = { (char *)"PATH=/usr/local/bin:/usr/bin:/bin", NULL };
+	struct compile_ctx ctx = {
+		.argv = argv,
+		.envp = envp,
+		.cwd = state_dir,
+		.home = c->home,
+		.uid = c->uid,
+		.gid = c->gid,
+		.mem_total = c->mem_total,
+	};
+	int r;
+
+	params = json_pack("{s:{s:{s:[s],s:{s:s,s:s}},s:{s:s},s:{s:[s]}}}", "policyPatch",
+			   "filesystem", "read", pb->dir, "workspace", "path", state_dir, "access",
+			   "read-write", "network", "mode", pack_network_to_string(pb->network),
+			   "env", "pass", "PATH");
+	if (!params)
+		return -ENOMEM;
+	/* The default's environment allowlist is replaced, not extended. */
+	r = controller_request_policy(c, params, &doc, fe);
+	if (r < 0)
+		return r;
+	(void)json_object_set_new(json_object_get(doc, "env"), "pass", json_pack("[s]", "PATH"));
+	r = policy_parse_json(doc, &policy, fe);
+	if (r < 0)
+		return r;
+	r = policy_host_caps_from_hello(pi->hello, &ctx.caps, fe);
+	if (r < 0)
+		return r;
+	r = policy_resolve(policy, &ctx, fe);
+	if (r < 0)
+		return r;
+	return policy_compile(policy, &ctx, ret, fe);
+}
+
+/* Compile the pack process's plan and ask the launcher to start it; on_pack_spawned()
+ * continues. */
+static int pack_spawn_process(struct pack_inst *pi, char *msg, size_t msg_size)
+{
+	_cleanup_(compiled_plan_freep) struct compiled_plan *cp = NULL;
+	_cleanup_free_ char *state_dir = NULL;
+	struct field_error fe = { 0 };
+	int sp[2], k, r;
+
+	r = pack_store_state_dir(pi->bi->ctl->packs, pi->pb->pack_id, true, &state_dir);
+	if (r < 0) {
+		(void)snprintf(msg, msg_size, "cannot make the pack's state directory: %s",
+			       strerror(-r));
+		return r;
+	}
+	r = compile_pack_plan(pi, state_dir, &cp, &fe);
+	if (r < 0) {
+		(void)snprintf(msg, msg_size, "cannot confine the pack: %s: %s", fe.field,
+			       fe.reason);
+		return r;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return -errno;
+	r = jsonrpc_conn_new(sp[0], &pi->conn);
+	if (r < 0) {
+		safe_close(sp[1]);
+		return r;
+	}
+	(void)fd_set_nonblock(sp[0], true);
+	k = compiled_plan_add_fd(cp, sp[1], "pack-channel");
+	if (k < 0)
+		return k;
+	(void)json_object_set_new(cp->plan, "stdio",
+				  json_pack("{s:i,s:i}", "stdin", k, "stdout", k));
+	k = compiled_plan_add_fd(cp, fd_dup_cloexec(STDERR_FILENO, 3), "stderr");
+	if (k >= 0)
+		(void)json_object_set_new(json_object_get(cp->plan, "stdio"), "stderr",
+					  json_integer(k));
+	(void)json_object_set_new(cp->plan, "cwd", json_string(state_dir));
+	r = ctl_launcher_spawn_async(pi->l, cp->plan, cp->fds, cp->n_fds, on_pack_spawned, pi);
+	if (r < 0)
+		(void)snprintf(msg, msg_size, "cannot ask the launcher to start the pack: %s",
+			       strerror(-r));
+	return r;
+}
+
+/* The launcher answered hello: the pack's policy can be compiled for it. */
+static void on_pack_hello(struct ctl_launcher *l, json_t *info,
+			  const struct ctl_launcher_error *err, void *userdata)
+{
+	struct pack_inst *pi = userdata;
+	char msg[1400] = "";
+	int r;
+
+	if (!pi->configure_done)
+		return; /* timed out meanwhile */
+	r = backend_launcher_hello_check(pi->bi, info, err, msg, sizeof(msg));
+	if (r >= 0) {
+		pi->hello = json_incref(info);
+		r = pack_spawn_process(pi, msg, sizeof(msg));
+	}
+	if (r < 0) {
+		pi->gone = true;
+		configure_complete(pi, r, *msg ? msg : strerror(-r));
+	}
+}
+
+/* Start the launcher that confines the pack process, without waiting for it: on_pack_hello()
+ * continues, all of it under one start timeout. */
+static int pack_start(struct pack_inst *pi, char *msg, size_t msg_size)
+{
+	struct controller *c = pi->bi->ctl;
+	int r;
+
+	r = backend_launcher_open(pi->bi, &pi->l, msg, msg_size);
+	if (r < 0)
+		return r;
+	ctl_launcher_set_exit_handler(pi->l, on_launcher_exit, pi);
+	r = event_add_io(c->loop, ctl_launcher_fd(pi->l), EPOLLIN, on_launcher_io, pi, &pi->lsrc);
+	if (r < 0)
+		return r;
+	r = event_add_timer(c->loop, PACK_START_TIMEOUT_MS * 1000ULL, false, on_start_timeout, pi,
+			    &pi->start_timer);
+	if (r < 0)
+		return r;
+	return ctl_launcher_hello_async(pi->l, on_pack_hello, pi);
+}
+
+/* ------------------------------------------------------------------------- backend ops */
+
+static json_t *pack_descriptor(const struct backend_ops *ops)
+{
+	return json_deep_copy(pack_of(ops)->descriptor);
+}
+
+/* The configure request as one line in wipeable memory; secrets (borrowed) are not kept. The
+ * pack gets the effective settings: the candidate's values over the descriptor's defaults. */
+static int configure_line(struct pack_inst *pi, json_t *settings, json_t *secrets)
+{
+	_cleanup_backend_descriptor_ struct backend_descriptor *d = NULL;
+	_cleanup_json_ json_t *msg = NULL, *effective = NULL, *none = json_object();
+	int r;
+	size_t n;
+
+	if (!none)
+		return -ENOMEM;
+	r = backend_descriptor_from_json(pi->pb->descriptor, 0, "descriptor", &d, NULL);
+	if (r < 0)
+		return r;
+	r = backend_settings_effective(d, settings, &effective);
+	if (r < 0)
+		return r;
+	pi->configure_id = ++pi->next_id;
+	msg = jsonrpc_request_new(pi->configure_id, "configure",
+				  json_pack("{s:s,s:O,s:O}", "instance", pi->bi->name, "settings",
+					    effective, "secrets", secrets ? secrets : none));
+	if (!msg)
+		return -ENOMEM;
+	n = json_dumpb(msg, NULL, 0, JSON_COMPACT);
+	if (n == 0)
+		return -ENOMEM;
+	pi->configure_line = backend_secret_alloc(n + 1);
+	if (!pi->configure_line)
+		return -ENOMEM;
+	if (json_dumpb(msg, pi->configure_line, n, JSON_COMPACT) != n)
+		return -ENOMEM;
+	pi->configure_line[n] = '\n';
+	pi->configure_len = n + 1;
+	/* msg referenced the caller's secret strings (O: a reference, not a copy); dropping it
+	 * leaves them to the caller, who wipes them. */
+	return 0;
+}
+
+static void pack_configure(struct backend_instance *bi, json_t *settings, json_t *secrets,
+			   backend_done_cb done, void *ud)
+{
+	struct pack_inst *pi = calloc(1, sizeof(*pi));
+	char msg[1400] = "";
+	int r;
+
+	if (!pi) {
+		done(bi, -ENOMEM, "out of memory", ud);
+		return;
+	}
+	pi->bi = bi;
+	pi->pb = pack_of(bi->ops);
+	bi->data = pi;
+	r = configure_line(pi, settings, secrets);
+	if (r < 0) {
+		backend_secret_free(TAKE_PTR(pi->configure_line));
+		done(bi, r, r == -ENOMEM ? "out of memory" : "cannot build the configure request",
+		     ud);
+		return;
+	}
+	pi->configure_done = done;
+	pi->configure_ud = ud;
+	r = pack_start(pi, msg, sizeof(msg));
+	if (r < 0) {
+		pi->gone = true;
+		configure_complete(pi, r, *msg ? msg : strerror(-r));
+	}
+}
+
+struct step_req {
+	backend_done_cb done;
+	void *ud;
+	bool probe;
+};
+
+static void step_answered(struct pack_inst *pi, int r, json_t *result, json_t *error, void *ud)
+{
+	struct step_req *sr = ud;
+	const char *reason = NULL;
+
+	if (r >= 0 && sr->probe) {
+		json_t *avail = json_object_get(result, "available");
+
+		reason = json_string_value(json_object_get(result, "reason"));
+		if (!json_is_boolean(avail))
+			r = -EBADMSG, reason = "the pack's isAvailable answer has no boolean "
+					       "\"available\"";
+		else if (!json_is_true(avail))
+			r = -ENODEV, reason = reason ? reason : "the pack says it is unavailable";
+	}
+	sr->done(pi->bi, r, r < 0 ? (reason ? reason : error_message(error, r)) : NULL, sr->ud);
+	free(sr);
+}
+
+static void pack_step(struct backend_instance *bi, const char *method, unsigned timeout_ms,
+		      bool probe, backend_done_cb done, void *ud)
+{
+	struct pack_inst *pi = bi->data;
+	struct step_req *sr = calloc(1, sizeof(*sr));
+	int r;
+
+	if (!sr) {
+		done(bi, -ENOMEM, "out of memory", ud);
+		return;
+	}
+	*sr = (struct step_req){ done, ud, probe };
+	r = pi && !pi->gone
+		    ? pack_call(pi, method, json_object(), NULL, 0, timeout_ms, step_answered, sr)
+		    : -ECONNRESET;
+	if (r < 0) {
+		free(sr);
+		done(bi, r, r == -ECONNRESET ? "the pack process is gone" : strerror(-r), ud);
+	}
+}
+
+static void pack_prepare(struct backend_instance *bi, backend_done_cb done, void *ud)
+{
+	pack_step(bi, "prepare", PACK_PREPARE_TIMEOUT_MS, false, done, ud);
+}
+
+static void pack_probe(struct backend_instance *bi, backend_done_cb done, void *ud)
+{
+	pack_step(bi, "isAvailable", PACK_PROBE_TIMEOUT_MS, true, done, ud);
+}
+
+static json_t *pack_hello(struct backend_instance *bi)
+{
+	struct pack_inst *pi = bi->data;
+
+	/* The floor and capabilities of the OS launcher that confines the pack. */
+	return pi ? pi->hello : NULL;
+}
+
+struct spawn_req {
+	backend_spawn_cb cb;
+	void *ud;
+};
+
+static void spawn_answered(struct pack_inst *pi, int r, json_t *result, json_t *error, void *ud)
+{
+	struct spawn_req *sr = ud;
+	const char *sandbox = json_string_value(json_object_get(result, "sandbox"));
+	_cleanup_json_ json_t *lerr = NULL;
+
+	if (r >= 0 && (!sandbox || strlen(sandbox) == 0 || strlen(sandbox) > 64)) {
+		r = -EBADMSG;
+		sandbox = NULL;
+	}
+	if (r < 0) {
+		json_t *data = json_object_get(error, "data");
+		const char *code = json_string_value(json_object_get(data, "code"));
+
+		/* A pack's own error: its code if it is one of the launcher's, else setup-failed;
+		 * a timeout or a lost pack: no launcher error (backend-failed). */
+		if (error)
+			lerr = json_pack(
+				"{s:s,s:i,s:s,s:s,s:s}", "code",
+				code && (streq(code, "exec-failed") ||
+					 streq(code, "setup-failed") || streq(code, "limit"))
+					? code
+					: "setup-failed",
+				"errno", (int)json_integer_value(json_object_get(data, "errno")),
+				"field", "", "step",
+				json_string_value(json_object_get(data, "step")) ?: "pack",
+				"message", error_message(error, r));
+		else if (r == -EBADMSG)
+			lerr = json_pack("{s:s,s:i,s:s,s:s,s:s}", "code", "setup-failed", "errno",
+					 EBADMSG, "field", "", "step", "pack", "message",
+					 "the pack's spawn answer has no valid \"sandbox\"");
+		sr->cb(pi->bi, NULL, -1, -1, 0, lerr, sr->ud);
+	} else
+		sr->cb(pi->bi, sandbox, -1, -1,
+		       (pid_t)json_integer_value(json_object_get(result, "pid")), NULL, sr->ud);
+	free(sr);
+}
+
+static int pack_spawn(struct backend_instance *bi, json_t *plan, const int *fds, size_t n_fds,
+		      backend_spawn_cb cb, void *ud)
+{
+	static const char *const plan_keys[] = { "argv",      "envp",	 "cwd",	   "network",
+						 "timeoutMs", "rlimits", "cgroup", NULL };
+	static const char *const stdio_names[] = { "stdin", "stdout", "stderr" };
+	struct pack_inst *pi = bi->data;
+	json_t *stdio = json_object_get(plan, "stdio");
+	_cleanup_json_ json_t *p = NULL, *io = NULL;
+	struct spawn_req *sr;
+	int pass[3];
+	size_t n_pass = 0;
+	int r;
+
+	if (!pi || pi->gone)
+		return -ENODEV;
+	/* What a pack needs to run the command: no mount sources, no seccomp program — the
+	 * pack's own sandbox confines what it starts. Only the stdio fds go over. */
+	p = json_object();
+	io = json_object();
+	if (!p || !io)
+		return -ENOMEM;
+	for (const char *const *k = plan_keys; *k; k++)
+		if (json_object_get(plan, *k))
+			(void)json_object_set(p, *k, json_object_get(plan, *k));
+	for (size_t i = 0; i < ELEMENTSOF(stdio_names); i++) {
+		json_t *v = json_object_get(stdio, stdio_names[i]);
+		json_int_t k = json_is_integer(v) ? json_integer_value(v) : -1;
+
+		if (k < 0 || (size_t)k >= n_fds)
+			continue;
+		pass[n_pass] = fds[k];
+		(void)json_object_set_new(io, stdio_names[i], json_integer((json_int_t)n_pass));
+		n_pass++;
+	}
+	sr = calloc(1, sizeof(*sr));
+	if (!sr)
+		return -ENOMEM;
+	*sr = (struct spawn_req){ cb, ud };
+	r = pack_call(pi, "spawn", json_pack("{s:O,s:O}", "plan", p, "stdio", io), pass, n_pass,
+		      PACK_SPAWN_TIMEOUT_MS, spawn_answered, sr);
+	if (r < 0)
+		free(sr);
+	return r;
+}
+
+static void kill_answered(struct pack_inst *pi, int r, json_t *result, json_t *error, void *ud)
+{
+	if (r < 0)
+		log_warning("%s: kill failed: %s", pi->bi->name, error_message(error, r));
+}
+
+static int pack_kill(struct backend_instance *bi, const char *sandbox, int sig)
+{
+	struct pack_inst *pi = bi->data;
+
+	if (!pi || pi->gone)
+		return -ENODEV;
+	return pack_call(pi, "kill", json_pack("{s:s,s:i}", "sandbox", sandbox, "signal", sig),
+			 NULL, 0, PACK_KILL_TIMEOUT_MS, kill_answered, NULL);
+}
+
+/* End the pack process: closing the launcher channel kills its sandbox (dieWithRequester). */
+static void pack_stop(struct pack_inst *pi)
+{
+	pi->stopping = true;
+	pack_gone(pi, "stopped");
+	event_source_free(pi->lsrc);
+	pi->lsrc = NULL;
+	backend_launcher_reap_later(pi->bi->ctl, pi->l);
+	ctl_launcher_free(pi->l);
+	pi->l = NULL;
+}
+
+struct dispose_req {
+	backend_done_cb done;
+	void *ud;
+	struct backend_instance *bi;
+	struct event_source *timer;
+	int r;
+	char message[256];
+};
+
+/* The completion runs from a timer of its own: it may free the instance, which must not happen
+ * inside the instance's own channel callback. */
+static int dispose_complete(struct event_source *s, void *userdata)
+{
+	struct dispose_req *dr = userdata;
+
+	event_source_free(dr->timer);
+	dr->done(dr->bi, dr->r, dr->r < 0 ? dr->message : NULL, dr->ud);
+	free(dr);
+	return 0;
+}
+
+static void dispose_answered(struct pack_inst *pi, int r, json_t *result, json_t *error, void *ud)
+{
+	struct dispose_req *dr = ud;
+
+	/* A failed dispose keeps the process for the next attempt. */
+	if (r >= 0)
+		pack_stop(pi);
+	dr->r = r;
+	(void)snprintf(dr->message, sizeof(dr->message), "%s", error_message(error, r));
+	if (event_add_timer(pi->bi->ctl->loop, 1, false, dispose_complete, dr, &dr->timer) < 0) {
+		/* Out of memory: leave the instance (and its process, if it failed) be. */
+		log_error("%s: cannot complete the disposal", pi->bi->name);
+		free(dr);
+	}
+}
+
+static void pack_dispose_async(struct backend_instance *bi, backend_done_cb done, void *ud)
+{
+	struct pack_inst *pi = bi->data;
+	struct dispose_req *dr;
+	int r;
+
+	if (!pi || pi->gone) {
+		if (pi)
+			pack_stop(pi);
+		done(bi, 0, NULL, ud);
+		return;
+	}
+	dr = calloc(1, sizeof(*dr));
+	if (!dr) {
+		done(bi, -ENOMEM, "out of memory", ud);
+		return;
+	}
+	*dr = (struct dispose_req){ .done = done, .ud = ud, .bi = bi };
+	bi->origin_client = 0;
+	r = pack_call(pi, "dispose", json_object(), NULL, 0, PACK_DISPOSE_TIMEOUT_MS,
+		      dispose_answered, dr);
+	if (r < 0) {
+		free(dr);
+		pack_stop(pi);
+		done(bi, 0, NULL, ud);
+	}
+}
+
+static int pack_dispose(struct backend_instance *bi)
+{
+	struct pack_inst *pi = bi->data;
+
+	if (pi)
+		pack_stop(pi);
+	return 0;
+}
+
+static void pack_free(struct backend_instance *bi)
+{
+	struct pack_inst *pi = bi->data;
+
+	if (!pi)
+		return;
+	pack_stop(pi);
+	event_source_free(pi->start_timer);
+	backend_secret_free(pi->configure_line);
+	jsonrpc_conn_free(pi->conn);
+	json_decref(pi->hello);
+	free(pi->sandbox);
+	free(pi);
+	bi->data = NULL;
+}
+
+/* ------------------------------------------------------------------------- construction */
+
+int pack_backend_new(struct controller *c, const struct pack_entry *e,
+		     const struct pack_backend_entry *be, struct pack_backend **ret)
+{
+	struct pack_backend *pb = calloc(1, sizeof(*pb));
+
+	if (!pb)
+		return -ENOMEM;
+	pb->ctl = c;
+	pb->generation = e->generation;
+	(void)snprintf(pb->pack_id, sizeof(pb->pack_id), "%s", e->manifest->id);
+	(void)snprintf(pb->kind, sizeof(pb->kind), "%s", be->kind);
+	pb->dir = strdup(e->dir);
+	pb->executable = strdup_printf("%s/%s", e->dir, e->manifest->executable);
+	pb->network = e->manifest->network;
+	pb->descriptor = json_deep_copy(be->descriptor_json);
+	if (!pb->dir || !pb->executable || !pb->descriptor) {
+		pack_backend_free(pb);
+		return -ENOMEM;
+	}
+	pb->ops = (struct backend_ops){
+		.source = "pack",
+		.pack_id = pb->pack_id,
+		.kind = pb->kind,
+		.confined = true,
+		.descriptor = pack_descriptor,
+		.configure = pack_configure,
+		.prepare = pack_prepare,
+		.probe = pack_probe,
+		.hello = pack_hello,
+		.spawn = pack_spawn,
+		.kill = pack_kill,
+		.dispose = pack_dispose,
+		.dispose_async = pack_dispose_async,
+		.free = pack_free,
+	};
+	*ret = pb;
+	return 0;
+}
+
+void pack_backend_free(struct pack_backend *pb)
+{
+	if (!pb)
+		return;
+	free(pb->dir);
+	free(pb->executable);
+	json_decref(pb->descriptor);
+	free(pb);
+}

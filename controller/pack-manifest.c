@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Pack manifests: every member checked, every error naming its JSON path. The descriptors are
+ * parsed by backend-descriptor.c as a pack's (data only: no markup, no script URL, no event
+ * handler, no unknown field type, no unconfined isolation).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json-cleanup.h"
+#include "common/util.h"
+#include "controller/pack-manifest.h"
+
+static const char *const network_names[] = {
+	[PACK_NETWORK_NONE] = "none",
+	[PACK_NETWORK_LOOPBACK] = "loopback",
+	[PACK_NETWORK_HOST] = "host",
+};
+
+const char *pack_network_to_string(enum pack_network n)
+{
+	return (unsigned)n < ELEMENTSOF(network_names) ? network_names[n] : NULL;
+}
+
+static bool is_name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-' || c == '+';
+}
+
+bool pack_relative_path_is_valid(const char *p)
+{
+	size_t n = p ? strlen(p) : 0;
+
+	if (n == 0 || n > PACK_EXECUTABLE_MAX)
+		return false;
+	for (const char *c = p; *c;) {
+		const char *end = strchrnul(c, '/');
+
+		/* No empty component (no leading, doubled or trailing '/'), none hidden (which
+		 * also rules out "." and ".."). */
+		if (end == c || *c == '.')
+			return false;
+		for (const char *k = c; k < end; k++)
+			if (!is_name_char(*k))
+				return false;
+		if (*end == '\0')
+			break;
+		c = end + 1;
+		if (*c == '\0')
+			return false;
+	}
+	return true;
+}
+
+static bool version_is_valid(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n == 0 || n > PACK_VERSION_MAX)
+		return false;
+	for (; *v; v++)
+		if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') ||
+		      (*v >= '0' && *v <= '9') || *v == '.' || *v == '+' || *v == '~' || *v == '-'))
+			return false;
+	return true;
+}
+
+void pack_manifest_free(struct pack_manifest *m)
+{
+	if (!m)
+		return;
+	free(m->id);
+	free(m->version);
+	free(m->description);
+	free(m->executable);
+	for (size_t i = 0; i < m->n_backends; i++) {
+		free(m->backends[i].kind);
+		backend_descriptor_free(m->backends[i].descriptor);
+		json_decref(m->backends[i].descriptor_json);
+	}
+	free(m->backends);
+	free(m);
+}
+
+static int parse_backend(json_t *v, const char *path, struct pack_backend_entry *b,
+			 struct field_error *err)
+{
+	static const char *const keys[] = { "kind", "descriptor", NULL };
+	const char *kind = NULL;
+	json_t *desc = NULL;
+	char p[256];
+	int r;
+
+	if (!json_is_object(v))
+		return field_error_set(err, -EINVAL, path, NULL, "expected an object");
+	r = ipc_json_check_keys(v, keys, path, err);
+	if (r < 0)
+		return r;
+	r = ipc_json_get_string(v, "kind", true, path, &kind, err);
+	if (r < 0)
+		return r;
+	if (!backend_kind_is_valid(kind))
+		return field_error_set(err, -EINVAL, path, "kind",
+				       "must match [a-z][a-z0-9-]* (at most 64 bytes)");
+	b->kind = strdup(kind);
+	if (!b->kind)
+		return -ENOMEM;
+	r = ipc_json_get_object(v, "descriptor", true, path, &desc, err);
+	if (r < 0)
+		return r;
+	json_path_join(p, sizeof(p), path, "descriptor");
+	/* A pack's descriptor: never flagged BACKEND_DESCRIPTOR_BUILTIN. */
+	r = backend_descriptor_from_json(desc, 0, p, &b->descriptor, err);
+	if (r < 0)
+		return r;
+	if (!streq(b->descriptor->kind, kind))
+		return field_error_set(err, -EINVAL, p, "kind",
+				       "\"%s\" differs from the entry's kind \"%s\"",
+				       b->descriptor->kind, kind);
+	return backend_descriptor_to_json(b->descriptor, &b->descriptor_json);
+}
+
+int pack_manifest_from_json(json_t *j, struct pack_manifest **ret, struct field_error *err)
+{
+	static const char *const keys[] = { "id",      "version",  "description", "executable",
+					    "network", "backends", NULL };
+	_cleanup_(pack_manifest_freep) struct pack_manifest *m = NULL;
+	const char *s = NULL;
+	json_t *backends = NULL, *v;
+	size_t i;
+	int r;
+
+	if (!json_is_object(j))
+		return field_error_set(err, -EINVAL, "", NULL, "expected an object");
+	r = ipc_json_check_keys(j, keys, "", err);
+	if (r < 0)
+		return r;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+
+	r = ipc_json_get_string(j, "id", true, "", &s, err);
+	if (r < 0)
+		return r;
+	if (!backend_pack_id_is_valid(s))
+		return field_error_set(err, -EINVAL, "id", NULL,
+				       "must be reverse-DNS-like: [a-z0-9][a-z0-9.-]*, no empty "
+				       "label, at most 128 bytes");
+	m->id = strdup(s);
+
+	r = ipc_json_get_string(j, "version", true, "", &s, err);
+	if (r < 0)
+		return r;
+	if (!version_is_valid(s))
+		return field_error_set(err, -EINVAL, "version", NULL,
+				       "must be 1-64 characters of [0-9A-Za-z.+~-]");
+	m->version = strdup(s);
+
+	r = ipc_json_get_string(j, "description", true, "", &s, err);
+	if (r < 0)
+		return r;
+	v = json_object_get(j, "description");
+	if (!backend_text_is_safe(s, json_string_length(v)))
+		return field_error_set(err, -EINVAL, "description", NULL,
+				       "not plain display text (at most 1024 bytes; no markup, "
+				       "control characters, script URLs or event handlers)");
+	m->description = strdup(s);
+
+	r = ipc_json_get_string(j, "executable", true, "", &s, err);
+	if (r < 0)
+		return r;
+	if (!pack_relative_path_is_valid(s))
+		return field_error_set(err, -EINVAL, "executable", NULL,
+				       "must be a relative path inside the pack (components of "
+				       "[A-Za-z0-9._+-], none empty or starting with '.')");
+	m->executable = strdup(s);
+	if (!m->id || !m->version || !m->description || !m->executable)
+		return -ENOMEM;
+
+	r = ipc_json_get_string(j, "network", false, "", &s, err);
+	if (r < 0)
+		return r;
+	if (r > 0) {
+		size_t k;
+
+		for (k = 0; k < ELEMENTSOF(network_names); k++)
+			if (streq(network_names[k], s))
+				break;
+		if (k == ELEMENTSOF(network_names))
+			return field_error_set(err, -EINVAL, "network", NULL,
+					       "expected \"none\", \"loopback\" or \"host\"");
+		m->network = (enum pack_network)k;
+	}
+
+	r = ipc_json_get_array(j, "backends", true, PACK_BACKENDS_MAX, "", &backends, err);
+	if (r < 0)
+		return r;
+	if (json_array_size(backends) == 0)
+		return field_error_set(err, -EINVAL, "backends", NULL,
+				       "a pack contributes at least one backend");
+	m->backends = calloc(json_array_size(backends), sizeof(*m->backends));
+	if (!m->backends)
+		return -ENOMEM;
+	json_array_foreach(backends, i, v) {
+		char p[64];
+
+		json_path_index(p, sizeof(p), "backends", i);
+		m->n_backends = i + 1;
+		r = parse_backend(v, p, &m->backends[i], err);
+		if (r < 0)
+			return r;
+		for (size_t k = 0; k < i; k++)
+			if (streq(m->backends[k].kind, m->backends[i].kind))
+				return field_error_set(err, -EINVAL, p, "kind",
+						       "duplicate kind \"%s\"",
+						       m->backends[i].kind);
+	}
+	*ret = TAKE_PTR(m);
+	return 0;
+}
+
+int pack_manifest_parse(const char *buf, size_t len, struct pack_manifest **ret,
+			struct field_error *err)
+{
+	_cleanup_json_ json_t *j = NULL;
+	int r;
+
+	if (len > PACK_MANIFEST_MAX_BYTES)
+		return field_error_set(err, -EFBIG, "", NULL, "manifest larger than %zu bytes",
+				       PACK_MANIFEST_MAX_BYTES);
+	r = ipc_json_parse_object(buf, len, &j, err);
+	if (r < 0)
+		return r;
+	return pack_manifest_from_json(j, ret, err);
+}
+
+const struct pack_backend_entry *pack_manifest_backend(const struct pack_manifest *m,
+						       const char *kind)
+{
+	for (size_t i = 0; i < m->n_backends; i++)
+		if (streq(m->backends[i].kind, kind))
+			return &m->backends[i];
+	return NULL;
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Pack manifests: the test pack's manifest parses; each invalid variant (a field removed,
+ * replaced or added) is refused with the JSON path of the field; descriptors with anything but
+ * data are refused at their path inside the manifest; relative executable paths.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json-cleanup.h"
+#include "common/system.h"
+#include "common/util.h"
+#include "controller/pack-manifest.h"
+#include "tests/tap.h"
+
+static json_t *load_test_pack(void)
+{
+	_cleanup_free_ char *path =
+		strdup_printf("%s/tests/packs/test-pack/pack.json", tap_srcdir());
+	_cleanup_free_ char *buf = NULL;
+	struct field_error fe = { 0 };
+	json_t *j = NULL;
+	size_t len = 0;
+
+	if (!path || read_full_file(path, 1024 * 1024, &buf, &len) < 0 ||
+	    ipc_json_parse_object(buf, len, &j, &fe) < 0)
+		bail("cannot read the test pack's manifest");
+	return j;
+}
+
+/* Apply "path=json" (json "DELETE" removes) to a copy of the manifest and parse it. */
+static int parse_with(json_t *base, const char *path, const char *value, struct field_error *fe)
+{
+	_cleanup_json_ json_t *m = json_deep_copy(base);
+	_cleanup_(pack_manifest_freep) struct pack_manifest *pm = NULL;
+	_cleanup_free_ char *p = strdup(path);
+	json_t *obj = m;
+	char *key = p, *dot;
+
+	/* Walk "a.b.0.c": numbers index arrays. */
+	while ((dot = strchr(key, '.'))) {
+		*dot = '\0';
+		obj = json_is_array(obj) ? json_array_get(obj, strtoul(key, NULL, 10))
+					 : json_object_get(obj, key);
+		key = dot + 1;
+	}
+	if (streq(value, "DELETE"))
+		(void)json_object_del(obj, key);
+	else {
+		json_error_t je;
+		json_t *v = json_loads(value, JSON_DECODE_ANY, &je);
+
+		if (!v)
+			bail("bad test value %s", value);
+		if (json_is_array(obj) && strtoul(key, NULL, 10) >= json_array_size(obj))
+			(void)json_array_append_new(obj, v);
+		else if (json_is_array(obj))
+			(void)json_array_set_new(obj, strtoul(key, NULL, 10), v);
+		else
+			(void)json_object_set_new(obj, key, v);
+	}
+	return pack_manifest_from_json(m, &pm, fe);
+}
+
+static const struct {
+	const char *path, *value, *field;
+} bad[] = {
+	{ "id", "DELETE", "id" },
+	{ "id", "\"Org.Example\"", "id" },
+	{ "id", "\"org..example\"", "id" },
+	{ "id", "42", "id" },
+	{ "version", "DELETE", "version" },
+	{ "version", "\"1 0\"", "version" },
+	{ "version", "\"\"", "version" },
+	{ "description", "\"<b>bold</b>\"", "description" },
+	{ "description", "\"see javascript:alert(1)\"", "description" },
+	{ "executable", "DELETE", "executable" },
+	{ "executable", "\"/bin/sh\"", "executable" },
+	{ "executable", "\"../escape\"", "executable" },
+	{ "executable", "\"bin/../x\"", "executable" },
+	{ "executable", "\".hidden\"", "executable" },
+	{ "executable", "\"bin//x\"", "executable" },
+	{ "executable", "\"bin/x/\"", "executable" },
+	{ "network", "\"proxy\"", "network" },
+	{ "network", "true", "network" },
+	{ "homepage", "\"https://example.org\"", "homepage" },
+	{ "backends", "[]", "backends" },
+	{ "backends", "DELETE", "backends" },
+	{ "backends.0.kind", "\"Test\"", "backends[0].kind" },
+	{ "backends.0.kind", "\"other\"", "backends[0].descriptor.kind" },
+	{ "backends.0.extra", "1", "backends[0].extra" },
+	{ "backends.0.descriptor", "DELETE", "backends[0].descriptor" },
+	{ "backends.0.descriptor.name", "\"<script>x</script>\"", "backends[0].descriptor.name" },
+	{ "backends.0.descriptor.description", "\"click onclick=steal()\"",
+	  "backends[0].descriptor.description" },
+	{ "backends.0.descriptor.render", "\"function(){}\"", "backends[0].descriptor.render" },
+	{ "backends.0.descriptor.settings.fields.0.type", "\"html\"",
+	  "backends[0].descriptor.settings.fields[0].type" },
+	{ "backends.0.descriptor.settings.fields.1.type", "\"callback\"",
+	  "backends[0].descriptor.settings.fields[1].type" },
+	{ "backends.0.descriptor.settings.fields.0.onChange", "\"x()\"",
+	  "backends[0].descriptor.settings.fields[0].onChange" },
+	{ "backends.0.descriptor.claims.isolation", "\"none\"",
+	  "backends[0].descriptor.claims.isolation" },
+};
+
+int main(void)
+{
+	_cleanup_json_ json_t *base = load_test_pack();
+	_cleanup_(pack_manifest_freep) struct pack_manifest *m = NULL;
+	struct field_error fe = { 0 };
+	int r;
+
+	plan_lazy();
+	r = pack_manifest_from_json(base, &m, &fe);
+	is_int(0, r, "the test pack's manifest parses (%s: %s)", fe.field, fe.reason);
+	if (m) {
+		is_str("org.cordon.test", m->id, "its id");
+		is_int(1, (long long)m->n_backends, "one backend");
+		ok(pack_manifest_backend(m, "test") && !pack_manifest_backend(m, "nope"),
+		   "found by kind");
+		is_int(PACK_NETWORK_NONE, m->network, "network none by default");
+	}
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct field_error e = { 0 };
+
+		r = parse_with(base, bad[i].path, bad[i].value, &e);
+		ok(r < 0 && streq(e.field, bad[i].field),
+		   "%s=%s refused naming %s (got %d, %s: %s)", bad[i].path, bad[i].value,
+		   bad[i].field, r, e.field, e.reason);
+	}
+	{
+		struct field_error e = { 0 };
+
+		r = parse_with(
+			base, "backends.1",
+			"{\"kind\":\"test\",\"descriptor\":{\"kind\":\"test\",\"name\":\"x\","
+			"\"description\":\"\",\"claims\":{\"platforms\":[\"linux\"],"
+			"\"enforces\":[],\"isolation\":\"vm\"}}}",
+			&e);
+		ok(r < 0 && streq(e.field, "backends[1].kind"), "a duplicate kind is refused (%s)",
+		   e.field);
+	}
+	ok(pack_relative_path_is_valid("bin/pack-1.0_x+y"), "a plain relative path");
+	ok(!pack_relative_path_is_valid("") && !pack_relative_path_is_valid("a b") &&
+		   !pack_relative_path_is_valid("bin/.."),
+	   "empty, spaces and dot-dot refused");
+	{
+		struct pack_manifest *p = NULL;
+		struct field_error e = { 0 };
+
+		is_int(-EBADMSG, pack_manifest_parse("{\"id\":1,\"id\":2}", 15, &p, &e),
+		       "duplicate keys refused");
+		is_int(-EFBIG, pack_manifest_parse("{}", PACK_MANIFEST_MAX_BYTES + 1, &p, &e),
+		       "an oversize manifest refused before parsing");
+	}
+	return tap_exit_status();
+}
