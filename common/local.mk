@@ -7,4 +7,4 @@ libcommon_a_SOURCES = \
 	%reldir%/util.c %reldir%/util.h \
 	%reldir%/system.c %reldir%/system.h \
 	%reldir%/event.c %reldir%/event.h \
-	%reldir%/paths.c %reldir%/paths.h
+	%reldir%/paths.c %reldir%/paths-state.c %reldir%/paths.h

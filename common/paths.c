@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,7 +30,7 @@ static int check_private_dir(const char *path)
 	return 0;
 }
 
-static int make_private_dir(const char *path)
+int cordon_make_private_dir(const char *path)
 {
 	if (mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -errno;
@@ -58,7 +57,7 @@ int cordon_runtime_dir(char **ret, int create)
 	}
 	if (!p)
 		return -ENOMEM;
-	r = create ? make_private_dir(p) : 0;
+	r = create ? cordon_make_private_dir(p) : 0;
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(p);
@@ -86,43 +85,6 @@ int cordon_controller_socket_path(char **ret, int create_dir)
 	if (!p)
 		return -ENOMEM;
 	*ret = p;
-	return 0;
-}
-
-int cordon_state_dir(char **ret, int create)
-{
-	const char *xdg = getenv("XDG_STATE_HOME");
-	_cleanup_free_ char *base = NULL, *p = NULL;
-	int r;
-
-	if (!isempty(xdg) && path_is_absolute(xdg))
-		base = strdup(xdg);
-	else {
-		const char *home = getenv("HOME");
-		struct passwd *pw;
-
-		if (isempty(home) || !path_is_absolute(home)) {
-			pw = getpwuid(geteuid());
-			if (!pw)
-				return -ENOENT;
-			home = pw->pw_dir;
-		}
-		base = strdup_printf("%s/.local/state", home);
-	}
-	if (!base)
-		return -ENOMEM;
-	p = strdup_printf("%s/cordon", base);
-	if (!p)
-		return -ENOMEM;
-	if (create) {
-		r = mkdir_p(base, 0700);
-		if (r < 0)
-			return r;
-		r = make_private_dir(p);
-		if (r < 0)
-			return r;
-	}
-	*ret = TAKE_PTR(p);
 	return 0;
 }
 

@@ -19,8 +19,12 @@ int cordon_runtime_dir(char **ret, int create);
 /* The controller socket: $CORDON_CONTROLLER_SOCKET, else <runtime dir>/controller.sock. */
 int cordon_controller_socket_path(char **ret, int create_dir);
 
-/* The user's state directory: $XDG_STATE_HOME/cordon or ~/.local/state/cordon (made 0700). */
+/* The user's state directory: $XDG_STATE_HOME/cordon or ~/.local/state/cordon (made 0700).
+ * In common/paths-state.c. */
 int cordon_state_dir(char **ret, int create);
+
+/* mkdir path 0700 unless it exists, then check it is a private directory of ours. */
+int cordon_make_private_dir(const char *path);
 
 /* The system launcher socket: $CORDON_LAUNCHERD_SOCKET, else RUNSTATEDIR/cordon/launcherd.sock. */
 const char *cordon_launcherd_socket_path(void);
