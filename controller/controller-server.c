@@ -257,11 +257,18 @@ static int on_accept(struct event_source *s, int fd, uint32_t revents, void *use
 
 		if (cfd < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-		/* Only this user: the socket's directory is 0700 already, this is the second lock. */
-		r = ipc_peer_require_uid(cfd, c->uid, &uc);
-		if (r < 0) {
-			log_warning_errno(r, "refusing a client that is not uid %u: %m",
-					  (unsigned)c->uid);
+		/* Only this user: the socket's directory is 0700 already, this is the second lock. A
+		 * refusal is audited: someone else tried to drive this user's sandboxes. */
+		r = ipc_peer_cred(cfd, &uc);
+		if (r < 0 || uc.uid != c->uid) {
+			log_warning("refusing a client that is not uid %u (uid %d, pid %d)",
+				    (unsigned)c->uid, r < 0 ? -1 : (int)uc.uid,
+				    r < 0 ? -1 : (int)uc.pid);
+			controller_event(c, "client-refused",
+					 json_pack("{s:i,s:i,s:s}", "uid", r < 0 ? -1 : (int)uc.uid,
+						   "pid", r < 0 ? -1 : (int)uc.pid, "reason",
+						   r < 0 ? "no peer credentials"
+							 : "not this user"));
 			continue;
 		}
 		cl = calloc(1, sizeof(*cl));

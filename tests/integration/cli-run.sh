@@ -4,7 +4,7 @@
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 [ -x "$CORDON" ] || skip_all "cordon not built"
-plan 38
+plan 40
 
 work="$TEST_TMP/work"
 mkdir -p "$work"
@@ -123,5 +123,21 @@ ok $? "…while they are not empty on the host"
 out=$(cd "$XDG_STATE_HOME/cordon" && "$CORDON" run -- /bin/true 2>&1)
 echo "$out" | grep -q "hidden by filesystem.deny"
 ok $? "a workspace inside the state directory is refused: $out"
+
+# 11. Another user who reaches the socket (its directory opened up for the test) is refused by
+# SO_PEERCRED, and the attempt is an event.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	sock_dir="$XDG_RUNTIME_DIR/cordon"
+	chmod 0711 "$XDG_RUNTIME_DIR" "$sock_dir" && chmod 0777 "$sock_dir/controller.sock"
+	setpriv --reuid=65534 --regid=65534 --clear-groups env CORDON_CONTROLLER=/nonexistent \
+		CORDON_CONTROLLER_SOCKET="$sock_dir/controller.sock" "$CORDON" ps >/dev/null 2>&1
+	ok $(($? == 0)) "another user's client is refused"
+	chmod 0700 "$XDG_RUNTIME_DIR" "$sock_dir" && chmod 0600 "$sock_dir/controller.sock"
+	"$CORDON" events | grep '"type":"client-refused"' | grep -q '"uid":65534'
+	ok $? "…and the refusal is an event naming its uid"
+else
+	na "needs root and setpriv to act as another user"
+	na "(idem)"
+fi
 
 done_testing
