@@ -30,6 +30,7 @@
 #include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-mount.h"
 #include "launcherd/launcherd-net.h"
+#include "launcherd/launcherd-trace.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -64,8 +65,15 @@ const char *apply_step_to_string(enum apply_step s)
 
 unsigned long long apply_clone_flags(const struct apply_context *ctx)
 {
-	unsigned long long f = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+	unsigned long long f = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 
+	/* A prepared mount namespace is entered at the root step instead. */
+	if (ctx->mntns_fd < 0)
+		f |= CLONE_NEWNS;
+	/* No cgroup of its own to join first: the cgroup namespace right away, rooted where it
+	 * stays (launcherd's cgroup), instead of an unshare() at the cgroup step. */
+	if (!sandbox_cgroup_has_procs(ctx->cgroup))
+		f |= CLONE_NEWCGROUP;
 	if (ctx->plan->network != PLAN_NETWORK_HOST && ctx->netns_fd < 0)
 		f |= CLONE_NEWNET;
 	/* THE mode difference: in user mode every namespace hangs off a new user namespace in
@@ -135,7 +143,7 @@ static int drop_capabilities(void)
 	if (cap_set_flag(caps, CAP_EFFECTIVE, 1, &setpcap, CAP_SET) < 0 || cap_set_proc(caps) < 0)
 		goto fail;
 	/* Reading is cheap, dropping allocates new credentials: drop only what is there (in
-	 * privileged mode launcherd's own bounding set holds a handful). */
+	 * privileged mode nothing: launcherd emptied its own bounding set at start). */
 	for (cap_value_t c = 0; c < cap_max_bits(); c++)
 		if (cap_get_bound(c) > 0 && cap_drop_bound(c) < 0)
 			goto fail;
@@ -177,6 +185,56 @@ static int place_stdio(const struct apply_context *ctx)
 	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		return -errno;
 	return 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Close every fd above 2 but the n in keep (sorted here; -1 entries ignored). */
+static void close_all_but(int *keep, size_t n)
+{
+	unsigned from = 3;
+
+	qsort(keep, n, sizeof(int), cmp_int);
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from)
+			(void)syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0U);
+		from = (unsigned)keep[i] + 1;
+	}
+	(void)syscall(SYS_close_range, from, ~0U, 0U);
+}
+
+/*
+ * We were cloned with every fd launcherd had open: its sockets, other sandboxes' pidfds and
+ * pipes, the namespaces of its pool. Close-on-exec would shed them at the command's execve,
+ * but the init never execs, and a namespace whose last reference went with one of our copies
+ * would be torn down in our time. Keep only what the set-up uses.
+ */
+static void close_launcherd_fds(const struct apply_context *ctx)
+{
+	int keep[IPC_MAX_FDS + PLAN_MOUNTS_MAX + 12];
+	size_t n = 0;
+
+	for (size_t i = 0; i < ctx->n_fds && i < IPC_MAX_FDS; i++)
+		keep[n++] = ctx->fds[i];
+	for (size_t i = 0; i < ctx->plan->n_mounts && i < PLAN_MOUNTS_MAX; i++)
+		keep[n++] = ctx->tree_fds[i];
+	keep[n++] = ctx->devnull_fd;
+	keep[n++] = ctx->netns_fd;
+	keep[n++] = ctx->mntns_fd;
+	keep[n++] = ctx->status_fd;
+	keep[n++] = ctx->report_fd;
+	keep[n++] = ctx->proxy_sock;
+	keep[n++] = ctx->cgroup->procs_fds[0];
+	keep[n++] = ctx->cgroup->procs_fds[1];
+	keep[n++] = launcherd_trace_fd;
+	close_all_but(keep, n);
 }
 
 /* execve argv[0], searching the plan's PATH when it has no slash. Returns an errno. */
@@ -221,7 +279,7 @@ static int exec_plan(const struct plan *plan)
  * report_fd, so that launcherd reports the command's own exit code or signal, then exit: the
  * kernel kills whatever is left in the namespace.
  */
-_noreturn_ static void run_init(pid_t child, int report_fd)
+_noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
 {
 	sigset_t set;
 
@@ -245,6 +303,7 @@ _noreturn_ static void run_init(pid_t child, int report_fd)
 			if (p == child) {
 				int32_t st = status;
 
+				launcherd_trace(id, "command-reaped");
 				(void)!write(report_fd, &st, sizeof(st));
 				_exit(WIFEXITED(status) ? WEXITSTATUS(status)
 							: 128 + WTERMSIG(status));
@@ -258,16 +317,22 @@ _noreturn_ static void run_init(pid_t child, int report_fd)
  *
  *  clone          (parent) new mount, pid, ipc, uts and — unless network is "host" — net
  *                 namespaces (or, in privileged mode, a fresh one from the pool, entered at
- *                 the network step), plus a user namespace in user mode. We are pid 1 of the new pid
+ *                 the network step; and an empty mount namespace from the pool, entered at
+ *                 the root step: until then we share launcherd's and change nothing in it),
+ *                 plus a user namespace in user mode. We are pid 1 of the new pid
  *                 namespace: when we die, the kernel kills every process left in it, which is
  *                 how a cancel takes the whole tree down.
+ *  (fds)          first, close every fd of launcherd's that the set-up does not use.
  *  cgroup         join the sandbox's cgroup before anything can fork, then unshare the cgroup
- *                 namespace so that the sandbox sees its own cgroup as "/".
+ *                 namespace so that the sandbox sees its own cgroup as "/" (without a cgroup
+ *                 of its own, the clone made that namespace already).
  *  userns-map     (user mode) map the user to itself, so that files keep their owners.
  *  mount-private, root, mount
  *                 a fresh tmpfs root built from the plan while we still hold CAP_SYS_ADMIN over
  *                 our mount namespace; bind sources are the requester's fds.
- *  pivot-root     into the new root; the host's tree is detached, not merely hidden.
+ *  pivot-root     into the new root; the host's tree is detached, not merely hidden. (In a
+ *                 prepared namespace the helper did that ahead of time: the host's tree was
+ *                 detached from it before we got it, and its root is ours already.)
  *  network        bring lo up in the new netns, or enter the pooled one (CAP_NET_ADMIN /
  *                 CAP_SYS_ADMIN: before the drop); for "proxy", listen on 127.0.0.1:port in
  *                 it and hand the socket to launcherd (before Landlock forbids binding).
@@ -294,7 +359,8 @@ _noreturn_ static void run_init(pid_t child, int report_fd)
  *  init           we stay pid 1 and the command runs as our child (see run_init()): a pid 1
  *                 ignores every signal it has no handler for, so a command that is pid 1 could
  *                 not be stopped with SIGTERM (not even by itself) and would leave orphans
- *                 unreaped. Forked last, so the command and we share every restriction above.
+ *                 unreaped. Forked last (vfork: nothing of launcherd's memory is copied), so
+ *                 the command and we share every restriction above.
  *  exec           the status pipe closes (EOF = success); a failure reports errno.
  */
 _noreturn_ void launcherd_apply(const struct apply_context *ctx)
@@ -303,14 +369,20 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	int root_fd = -1, step = STEP_CGROUP, index = -1, r;
 	sigset_t none;
 
+	launcherd_trace(ctx->id, "child");
+	close_launcherd_fds(ctx);
 	umask(022);
 
 	/* cgroup */
-	r = sandbox_cgroup_join(ctx->cgroup);
-	if (r < 0)
-		fail(ctx, STEP_CGROUP, r, -1);
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		fail(ctx, STEP_CGROUP, errno, -1);
+	if (!(apply_clone_flags(ctx) & CLONE_NEWCGROUP)) {
+		r = sandbox_cgroup_join(ctx->cgroup);
+		if (r < 0)
+			fail(ctx, STEP_CGROUP, r, -1);
+		if (unshare(CLONE_NEWCGROUP) < 0)
+			fail(ctx, STEP_CGROUP, errno, -1);
+	}
+
+	launcherd_trace(ctx->id, "cgroup");
 
 	/* userns-map */
 	if (ctx->userns) {
@@ -319,15 +391,25 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 			fail(ctx, STEP_USERNS_MAP, r, -1);
 	}
 
+	launcherd_trace(ctx->id, "userns-map");
+
 	/* mount-private, root, mount */
-	r = mount_build_root(plan, ctx->fds, ctx->tree_fds, ctx->uid == 0, &step, &index, &root_fd);
+	r = mount_build_root(plan, ctx->fds, ctx->tree_fds, ctx->uid == 0, ctx->mntns_fd, &step,
+			     &index, &root_fd);
 	if (r < 0)
 		fail(ctx, (enum apply_step)step, r, index);
 
+	launcherd_trace(ctx->id, "mounts");
+
 	/* pivot-root */
-	r = mount_pivot_root(root_fd);
-	if (r < 0)
-		fail(ctx, STEP_PIVOT_ROOT, r, -1);
+	if (ctx->mntns_fd < 0) {
+		r = mount_pivot_root(root_fd);
+		if (r < 0)
+			fail(ctx, STEP_PIVOT_ROOT, r, -1);
+	} else if (chdir("/") < 0) /* the root already: the namespace never held anything else */
+		fail(ctx, STEP_PIVOT_ROOT, errno, -1);
+
+	launcherd_trace(ctx->id, "pivot-root");
 
 	/* network */
 	if (ctx->netns_fd >= 0) {
@@ -353,6 +435,8 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 		if (r < 0)
 			fail(ctx, STEP_NETWORK, r, -1);
 	}
+
+	launcherd_trace(ctx->id, "network");
 
 	/* hostname */
 	if (sethostname(plan->hostname, strlen(plan->hostname)) < 0)
@@ -383,6 +467,8 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 			fail(ctx, STEP_RLIMIT, errno, -1);
 	}
 
+	launcherd_trace(ctx->id, "session-rlimit");
+
 	/* identity */
 	if (!ctx->userns && setgroups(ctx->n_groups, ctx->groups) < 0)
 		fail(ctx, STEP_IDENTITY, errno, -1);
@@ -397,19 +483,27 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		fail(ctx, STEP_IDENTITY, errno, -1);
 
+	launcherd_trace(ctx->id, "identity");
+
 	/* capabilities */
 	r = drop_capabilities();
 	if (r < 0)
 		fail(ctx, STEP_CAPABILITIES, r, -1);
 
+	launcherd_trace(ctx->id, "capabilities");
+
 	/* no-new-privs */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(ctx, STEP_NO_NEW_PRIVS, errno, -1);
+
+	launcherd_trace(ctx->id, "no-new-privs");
 
 	/* landlock */
 	r = landlock_apply(plan, ctx->landlock_abi, &index);
 	if (r < 0)
 		fail(ctx, STEP_LANDLOCK, r, index);
+
+	launcherd_trace(ctx->id, "landlock");
 
 	/* seccomp */
 	r = seccomp_program_load(ctx->floor);
@@ -421,6 +515,8 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 			fail(ctx, STEP_SECCOMP, r, 0);
 	}
 
+	launcherd_trace(ctx->id, "seccomp");
+
 	/* fds */
 	r = place_stdio(ctx);
 	if (r < 0)
@@ -430,7 +526,9 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	if (chdir(plan->cwd) < 0)
 		fail(ctx, STEP_CWD, errno, -1);
 
-	/* init */
+	launcherd_trace(ctx->id, "fds-cwd");
+
+	/* init, exec */
 	{
 		sigset_t all;
 		pid_t child;
@@ -440,18 +538,27 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 		sigfillset(&all);
 		if (sigprocmask(SIG_BLOCK, &all, NULL) < 0)
 			fail(ctx, STEP_EXEC, errno, -1);
-		child = fork();
+		/* vfork: the command borrows our memory (and we wait) until its execve, instead of
+		 * a copy of launcherd's address space made here and torn down again at exec. The
+		 * child only resets its signal mask, execs, or reports and _exit()s. */
+		child = vfork();
+		if (child == 0) {
+			if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+				fail(ctx, STEP_EXEC, errno, -1);
+			launcherd_trace(ctx->id, "init-forked");
+			fail(ctx, STEP_EXEC, exec_plan(plan), -1);
+		}
 		if (child < 0)
 			fail(ctx, STEP_EXEC, errno, -1);
-		if (child > 0) {
-			/* Our copy of the status pipe goes: its EOF is now the command's exec. */
-			(void)close(ctx->status_fd);
-			run_init(child, ctx->report_fd);
-		}
-		if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
-			fail(ctx, STEP_EXEC, errno, -1);
-	}
+		/* Our copy of the status pipe goes (its EOF is now the command's exec), and with
+		 * it every fd of the set-up: stdio and the report stay. */
+		{
+			int keep[] = { ctx->report_fd, launcherd_trace_fd };
 
-	/* exec */
-	fail(ctx, STEP_EXEC, exec_plan(plan), -1);
+			close_all_but(keep, ELEMENTSOF(keep));
+		}
+		/* Nor can the command (ptrace, /proc/1/fd) reach what we keep, even as uid 0. */
+		(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		run_init(ctx->id, child, ctx->report_fd);
+	}
 }

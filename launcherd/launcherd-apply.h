@@ -60,10 +60,13 @@ struct apply_status {
  */
 struct apply_context {
 	const struct plan *plan;
+	const char *id; /* the sandbox id, for launcherd-trace.h only */
 	const int *fds; /* the spawn message's fds, by plan index */
+	size_t n_fds;
 	int *tree_fds;	/* per mount: a detached clone of a bind source, or -1 */
 	int devnull_fd; /* for stdio the plan leaves out */
 	int netns_fd;	/* a fresh netns from the pool (lo up), or -1: CLONE_NEWNET */
+	int mntns_fd;	/* an empty mount namespace from the pool, or -1: CLONE_NEWNS */
 	int status_fd;	/* write end of the status pipe (close-on-exec) */
 	int report_fd;	/* write end of the report pipe: the command's wait status (init) */
 	int proxy_sock; /* network "proxy": where the listener goes back to launcherd, else -1 */
@@ -82,7 +85,7 @@ struct apply_context {
 };
 
 /* Namespaces every sandbox gets (plus CLONE_NEWNET unless network is "host"; CLONE_NEWCGROUP is
- * unshared by the child once it sits in its own cgroup). */
+ * unshared by the child once it sits in its own cgroup, or cloned when it has none). */
 unsigned long long apply_clone_flags(const struct apply_context *ctx);
 
 /* Child side: apply the plan and exec. Never returns. */

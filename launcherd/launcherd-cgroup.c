@@ -248,6 +248,14 @@ int sandbox_cgroup_create(const struct cgroup_setup *s, const char *id, uint64_t
 	}
 }
 
+bool sandbox_cgroup_has_procs(const struct sandbox_cgroup *cg)
+{
+	for (size_t i = 0; i < ELEMENTSOF(cg->procs_fds); i++)
+		if (cg->procs_fds[i] >= 0)
+			return true;
+	return false;
+}
+
 int sandbox_cgroup_join(const struct sandbox_cgroup *cg)
 {
 	for (size_t i = 0; i < ELEMENTSOF(cg->procs_fds); i++)

@@ -42,6 +42,8 @@ int sandbox_cgroup_create(const struct cgroup_setup *s, const char *id, uint64_t
 			  uint64_t memory_max, struct sandbox_cgroup *cg);
 /* Child side: move the calling process into the cgroup(s). */
 int sandbox_cgroup_join(const struct sandbox_cgroup *cg);
+/* Whether the sandbox has a cgroup of its own to join (else it stays in launcherd's). */
+bool sandbox_cgroup_has_procs(const struct sandbox_cgroup *cg);
 /* Which limits were hit during the run. */
 void sandbox_cgroup_limits_hit(const struct sandbox_cgroup *cg, bool *ret_pids, bool *ret_oom);
 /* Kill every process in the cgroup (v2 cgroup.kill; v1 relies on the pid namespace). */

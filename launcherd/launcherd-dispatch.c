@@ -39,6 +39,7 @@
 #include "ipc/ipc-peer.h"
 #include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-plan.h"
+#include "launcherd/launcherd-trace.h"
 #include "launcherd/launcherd.h"
 
 #define MAX_GROUPS 1024
@@ -308,6 +309,7 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 	if (r <= 0)
 		goto done;
 
+	launcherd_trace(NULL, "checked");
 	unenforced = json_array();
 	if (!unenforced || landlock_unenforced(plan, d->landlock_abi, unenforced) < 0) {
 		r = -ENOMEM;
@@ -415,9 +417,11 @@ static int on_conn(struct event_source *src, int fd, uint32_t revents, void *use
 	}
 	if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		return 0;
+	launcherd_trace(NULL, "readable");
 	r = ipc_frame_recv_json(c->fd, &msg, fds, IPC_MAX_FDS, &n_fds, MSG_DONTWAIT);
 	if (r == -EAGAIN)
 		return 0;
+	launcherd_trace(NULL, "received");
 	if (r <= 0) {
 		/* EOF, or a frame that broke the framing rules: the connection ends. */
 		conn_close(c);

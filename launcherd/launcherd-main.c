@@ -33,16 +33,19 @@
 #include "common/system.h"
 #include "common/util.h"
 #include "launcherd/launcherd-landlock.h"
+#include "launcherd/launcherd-mount.h"
+#include "launcherd/launcherd-trace.h"
 #include "launcherd/launcherd.h"
 
 /* What privileged mode needs, and nothing more: mounts and pivot_root (SYS_ADMIN), the identity
  * switch (SETUID, SETGID), emptying the child's bounding set (SETPCAP), lo up in the child's
- * netns (NET_ADMIN), signals to other users' sandboxes it created (KILL), and plan rlimits
- * above launcherd's own hard limits (SYS_RESOURCE, used only when held). */
+ * netns (NET_ADMIN), signals to other users' sandboxes it created (KILL), and, used only when
+ * held, plan rlimits above launcherd's own hard limits (SYS_RESOURCE) and entering a mount
+ * namespace prepared ahead of time (SYS_CHROOT, which setns(CLONE_NEWNS) requires). */
 static const cap_value_t needed_caps[] = {
 	CAP_SYS_ADMIN, CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_NET_ADMIN, CAP_KILL,
 };
-static const cap_value_t optional_caps[] = { CAP_SYS_RESOURCE };
+static const cap_value_t optional_caps[] = { CAP_SYS_RESOURCE, CAP_SYS_CHROOT };
 
 static struct launcherd daemon_state;
 
@@ -89,8 +92,19 @@ static bool cap_held(cap_t caps, cap_value_t c)
 	return cap_get_flag(caps, c, CAP_PERMITTED, &v) == 0 && v == CAP_SET;
 }
 
-/* Privileged mode: keep exactly needed_caps (+ optional ones held), empty the rest of the
- * bounding set, so a bug in launcherd cannot use what it was never meant to have. */
+static bool holds_capability(cap_value_t c)
+{
+	cap_t caps = cap_get_proc();
+	bool held = caps && cap_held(caps, c);
+
+	(void)cap_free(caps);
+	return held;
+}
+
+/* Privileged mode: keep exactly needed_caps (+ optional ones held) as permitted and effective,
+ * so a bug in launcherd cannot use what it was never meant to have, and empty the bounding set
+ * altogether: launcherd never execs, so it needs none, and every sandbox then starts with an
+ * empty one instead of dropping them one by one (each a new set of credentials). */
 static void restrict_own_capabilities(void)
 {
 	cap_value_t keep[ELEMENTSOF(needed_caps) + ELEMENTSOF(optional_caps)];
@@ -116,18 +130,14 @@ static void restrict_own_capabilities(void)
 		if (cap_held(caps, optional_caps[i]))
 			keep[n++] = optional_caps[i];
 
-	for (cap_value_t c = 0; c < cap_max_bits(); c++) {
-		bool wanted = false;
-
-		for (size_t i = 0; i < n; i++)
-			wanted = wanted || keep[i] == c;
-		if (!wanted && cap_drop_bound(c) < 0 && errno != EINVAL)
-			die("cannot drop capability %d from the bounding set: %s", (int)c,
-			    strerror(errno));
-	}
 	if (cap_clear(caps) < 0 || cap_set_flag(caps, CAP_PERMITTED, (int)n, keep, CAP_SET) < 0 ||
 	    cap_set_flag(caps, CAP_EFFECTIVE, (int)n, keep, CAP_SET) < 0 || cap_set_proc(caps) < 0)
 		die("cannot restrict capabilities: %s", strerror(errno));
+	/* After the sets above: dropping CAP_SETPCAP from the bounding set leaves it permitted. */
+	for (cap_value_t c = 0; c < cap_max_bits(); c++)
+		if (cap_drop_bound(c) < 0 && errno != EINVAL)
+			die("cannot drop capability %d from the bounding set: %s", (int)c,
+			    strerror(errno));
 	(void)cap_reset_ambient();
 	(void)cap_free(caps);
 }
@@ -300,6 +310,8 @@ int main(int argc, char **argv)
 	log_parse_environment();
 	/* First, before any option is even looked at. */
 	refuse_setuid();
+	/* After it: the environment names a file that we create. */
+	launcherd_trace_open();
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0)
 		switch (c) {
@@ -317,7 +329,7 @@ int main(int argc, char **argv)
 			mode = optarg;
 			break;
 		case 'D':
-			return seccomp_floor_export_pfc(false, STDOUT_FILENO) < 0 ? 1 : 0;
+			return seccomp_floor_export_pfc(false, false, STDOUT_FILENO) < 0 ? 1 : 0;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -355,14 +367,23 @@ int main(int argc, char **argv)
 	cgroup_setup_probe(&d->cgroup);
 	if (d->mode == LAUNCHERD_PRIVILEGED)
 		restrict_own_capabilities();
-	r = seccomp_floor_compile(false, &d->floor_errno);
-	if (r >= 0)
-		r = seccomp_floor_compile(true, &d->floor_kill);
+	r = 0;
+	for (int kill = 0; kill < 2 && r >= 0; kill++)
+		for (int unix_only = 0; unix_only < 2 && r >= 0; unix_only++)
+			r = seccomp_floor_compile(kill, unix_only, &d->floors[kill][unix_only]);
 	if (r < 0)
 		die("cannot compile the seccomp floor: %s", strerror(-r));
+	log_debug("seccomp floor: %zu instructions (%zu for network \"none\")", d->floors[0][0].len,
+		  d->floors[0][1].len);
 	d->devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
 	if (d->devnull_fd < 0)
 		die("cannot open /dev/null: %s", strerror(errno));
+	d->dev_template = -1;
+	if (d->mode == LAUNCHERD_PRIVILEGED) {
+		r = mount_dev_template(&d->dev_template);
+		if (r < 0)
+			log_warning_errno(r, "no /dev template (%m): each sandbox builds its own");
+	}
 	if (d->landlock_abi < 1)
 		log_warning("this kernel has no Landlock: plans that require it will fail. "
 			    "Hint: CONFIG_SECURITY_LANDLOCK=y and lsm=...,landlock");
@@ -382,7 +403,7 @@ int main(int argc, char **argv)
 
 	d->netns_pool.sock = -1;
 	if (d->mode == LAUNCHERD_PRIVILEGED) {
-		r = netns_pool_start(&d->netns_pool, d->loop);
+		r = netns_pool_start(&d->netns_pool, d->loop, holds_capability(CAP_SYS_CHROOT));
 		if (r < 0)
 			log_warning_errno(
 				r, "no network namespace pool (%m): sandboxes create their own");

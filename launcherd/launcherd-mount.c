@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,13 +211,23 @@ static uint64_t bind_attrs(const struct plan_mount *m)
 	return MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->read_only ? MOUNT_ATTR_RDONLY : 0);
 }
 
-int mount_prepare_binds(const struct plan *plan, const int *fds, int *tree_fds, int *ret_index)
+int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_template, int *tree_fds,
+			int *ret_index)
 {
 	for (size_t i = 0; i < plan->n_mounts; i++) {
 		const struct plan_mount *m = &plan->mounts[i];
 		int t, r;
 
 		tree_fds[i] = -1;
+		if (m->type == PLAN_MOUNT_DEV && dev_template >= 0) {
+			/* Why this is safe: the template is launcherd's own, read-only, and holds
+			 * nothing of any requester; each sandbox mounts a clone of it. */
+			t = open_tree(dev_template, "",
+				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+					      AT_RECURSIVE);
+			tree_fds[i] = t < 0 ? -1 : t; /* else the child builds one */
+			continue;
+		}
 		if (m->type != PLAN_MOUNT_BIND)
 			continue;
 		t = open_tree(fds[m->source], "",
@@ -366,9 +377,9 @@ static int mount_proc(struct root_builder *b, const struct plan_mount *m, bool u
 		return r;
 	/* Any other uid is kept out of these by their modes (root-owned, 0644 and stricter). */
 	for (size_t i = 0; uid0 && i < ELEMENTSOF(ro); i++) {
-		_cleanup_close_ int c = -1, target = -1;
+		_cleanup_close_ int c = -1;
 
-		c = open_tree(t, ro[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		c = open_tree(t, ro[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
 		if (c < 0) {
 			if (errno == ENOENT)
 				continue;
@@ -380,18 +391,22 @@ static int mount_proc(struct root_builder *b, const struct plan_mount *m, bool u
 			      false);
 		if (r < 0)
 			return r;
-		target = openat(t, ro[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (target < 0)
+		/* Back onto itself, by name under the proc mount we just made (and that nothing
+		 * else can reach yet): no symlink to follow there. */
+		if (move_mount(c, "", t, ro[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			return -errno;
-		r = attach(c, target);
-		if (r < 0)
-			return r;
 	}
 	return 0;
 }
 
-/* A minimal /dev: a few nodes bound from the host, a private devpts, shm, and links. */
-static int mount_dev(struct root_builder *b, const struct plan_mount *m)
+/*
+ * The fixed part of a minimal /dev as a detached tree: a small tmpfs with a few nodes bound
+ * from the host, the shm/ and pts/ mount points and the links, read-only (the node binds keep
+ * their own flags: /dev/null stays writable). Privileged mode builds it once at start and
+ * gives every sandbox a clone (mount_prepare_binds()); otherwise the child builds one before
+ * its root step (mount_build_root()).
+ */
+int mount_dev_template(int *ret_fd)
 {
 	static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
 	static const struct {
@@ -401,21 +416,12 @@ static int mount_dev(struct root_builder *b, const struct plan_mount *m)
 		{ "stdin", "/proc/self/fd/0" },	 { "stdout", "/proc/self/fd/1" },
 		{ "stderr", "/proc/self/fd/2" },
 	};
-	static const char *const pts_opts[] = { "newinstance", NULL,   "ptmxmode",
-						"0666",	       "mode", "0620" };
-	_cleanup_close_ int mp = -1, dev = -1, shm = -1, pts = -1;
+	_cleanup_close_ int dev = -1;
 	int r;
 
-	mp = make_mountpoint(b, m->target, MP_DIR, 0755, NULL);
-	if (mp < 0)
-		return mp;
 	dev = new_tmpfs(0755, 1024 * 1024, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
 	if (dev < 0)
 		return dev;
-	r = attach(dev, mp);
-	if (r < 0)
-		return r;
-
 	for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
 		_cleanup_close_ int src = -1, target = -1;
 		char host[32];
@@ -436,39 +442,57 @@ static int mount_dev(struct root_builder *b, const struct plan_mount *m)
 		if (r < 0)
 			return r;
 	}
-
 	if (mkdirat(dev, "shm", 0755) < 0 || mkdirat(dev, "pts", 0755) < 0)
 		return -errno;
-	shm = new_tmpfs(01777, 64ULL * 1024 * 1024, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-	if (shm < 0)
-		return shm;
-	{
-		_cleanup_close_ int t = openat(dev, "shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
-
-		if (t < 0)
-			return -errno;
-		r = attach(shm, t);
-		if (r < 0)
-			return r;
-	}
-	pts = new_fs("devpts", pts_opts, ELEMENTSOF(pts_opts),
-		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
-	if (pts < 0)
-		return pts;
-	{
-		_cleanup_close_ int t = openat(dev, "pts", O_PATH | O_DIRECTORY | O_CLOEXEC);
-
-		if (t < 0)
-			return -errno;
-		r = attach(pts, t);
-		if (r < 0)
-			return r;
-	}
 	for (size_t i = 0; i < ELEMENTSOF(links); i++)
 		if (symlinkat(links[i].target, dev, links[i].name) < 0)
 			return -errno;
-	/* The nodes and links are final; shm and pts are separate mounts and stay writable. */
-	return set_attrs(dev, MOUNT_ATTR_RDONLY, false);
+	/* The nodes and links are final; shm and pts get separate mounts and stay writable. */
+	r = set_attrs(dev, MOUNT_ATTR_RDONLY, false);
+	if (r < 0)
+		return r;
+	*ret_fd = TAKE_FD(dev);
+	return 0;
+}
+
+/* A fresh filesystem attached at dir/name (a mount point on a tree we hold). */
+static int attach_new_at(int tree, int dir, const char *name)
+{
+	_cleanup_close_ int t = tree, mp = -1;
+
+	if (t < 0)
+		return t;
+	mp = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (mp < 0)
+		return -errno;
+	return attach(t, mp);
+}
+
+/* /dev: the template (a clone made by the parent, or by mount_build_root() before the root
+ * step), then a private shm and a new devpts instance of this sandbox's own. */
+static int mount_dev(struct root_builder *b, const struct plan_mount *m, int template_clone)
+{
+	static const char *const pts_opts[] = { "newinstance", NULL,   "ptmxmode",
+						"0666",	       "mode", "0620" };
+	_cleanup_close_ int mp = -1, dev = template_clone;
+	int r;
+
+	if (dev < 0)
+		return -EBADF;
+	mp = make_mountpoint(b, m->target, MP_DIR, 0755, NULL);
+	if (mp < 0)
+		return mp;
+	r = attach(dev, mp);
+	if (r < 0)
+		return r;
+	r = attach_new_at(new_tmpfs(01777, 64ULL * 1024 * 1024,
+				    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV),
+			  dev, "shm");
+	if (r < 0)
+		return r;
+	return attach_new_at(new_fs("devpts", pts_opts, ELEMENTSOF(pts_opts),
+				    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC),
+			     dev, "pts");
 }
 
 /* Hide what an earlier mount exposed: an empty read-only tmpfs over a directory, an empty
@@ -506,8 +530,28 @@ static int mount_deny(struct root_builder *b, const struct plan_mount *m)
 	return attach(t, target);
 }
 
+/* A fresh tmpfs for the sandbox's root, before the plan's mounts. */
+static int new_root_tmpfs(void)
+{
+	return new_tmpfs(0755, 4 * 1024 * 1024, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+}
+
+int mount_make_empty_root(void)
+{
+	_cleanup_close_ int root = -1;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	root = new_root_tmpfs();
+	if (root < 0)
+		return root;
+	if (move_mount(root, "", AT_FDCWD, ROOT_STAGING, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return -errno;
+	return mount_pivot_root(root);
+}
+
 int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, bool uid0,
-		     int *ret_step, int *ret_index, int *ret_root_fd)
+		     int mntns_fd, int *ret_step, int *ret_index, int *ret_root_fd)
 {
 	struct root_builder b = { .root_fd = -1 };
 	_cleanup_close_ int root = -1;
@@ -515,9 +559,10 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, boo
 
 	*ret_index = -1;
 
-	/* Nothing we mount may propagate back to the host (or in from it). */
+	/* Nothing we mount may propagate back to the host (or in from it). With a prepared
+	 * namespace we are still in launcherd's own until the root step: touch nothing here. */
 	*ret_step = STEP_MOUNT_PRIVATE;
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+	if (mntns_fd < 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 
 	/* Fallback clones of bind sources, while the host tree is still what paths resolve in. */
@@ -525,6 +570,15 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, boo
 	for (size_t i = 0; i < plan->n_mounts; i++) {
 		const struct plan_mount *m = &plan->mounts[i];
 
+		if (m->type == PLAN_MOUNT_DEV && tree_fds[i] < 0) {
+			/* No template clone from the parent: make one while the host's /dev is
+			 * still what "/dev/null" names. */
+			*ret_index = (int)i;
+			r = mount_dev_template(&tree_fds[i]);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (m->type != PLAN_MOUNT_BIND || tree_fds[i] >= 0)
 			continue;
 		r = clone_bind_fallback(m, fds[m->source]);
@@ -536,11 +590,21 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, boo
 	}
 
 	*ret_step = STEP_ROOT;
-	root = new_tmpfs(0755, 4 * 1024 * 1024, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-	if (root < 0)
-		return root;
-	if (move_mount(root, "", AT_FDCWD, ROOT_STAGING, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		return -errno;
+	if (mntns_fd >= 0) {
+		/* The prepared namespace: its one mount, a fresh empty tmpfs, is our root
+		 * already (setns() moved our root and cwd there). */
+		if (setns(mntns_fd, CLONE_NEWNS) < 0)
+			return -errno;
+		root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (root < 0)
+			return -errno;
+	} else {
+		root = new_root_tmpfs();
+		if (root < 0)
+			return root;
+		if (move_mount(root, "", AT_FDCWD, ROOT_STAGING, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			return -errno;
+	}
 	b.root_fd = root;
 	add_own(&b, root);
 
@@ -570,7 +634,8 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, boo
 			r = mount_proc(&b, m, uid0);
 			break;
 		case PLAN_MOUNT_DEV:
-			r = mount_dev(&b, m);
+			r = mount_dev(&b, m, tree_fds[i]);
+			tree_fds[i] = -1; /* mount_dev() took it */
 			break;
 		case PLAN_MOUNT_DENY:
 			r = mount_deny(&b, m);

@@ -17,7 +17,13 @@
  * our mount namespace — user mode — or a source outside our mount namespace); the child then
  * falls back (see mount_build_root()). Returns -errno and *ret_index only for hard errors.
  */
-int mount_prepare_binds(const struct plan *plan, const int *fds, int *tree_fds, int *ret_index);
+int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_template, int *tree_fds,
+			int *ret_index);
+
+/* The fixed part of a "dev" mount as a detached, read-only tree (see launcherd-mount.c). With
+ * CAP_SYS_ADMIN, launcherd makes it once at start: mount_prepare_binds() then puts a clone of it
+ * in tree_fds[i] for each "dev" entry (dev_template -1: the child builds its own). */
+int mount_dev_template(int *ret_fd);
 
 /*
  * Child side, in its new mount namespace: make the tree private (STEP_MOUNT_PRIVATE), mount the
@@ -27,7 +33,16 @@ int mount_prepare_binds(const struct plan *plan, const int *fds, int *tree_fds, 
  * /proc's root-owned control files: those get read-only binds.
  */
 int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, bool uid0,
-		     int *ret_step, int *ret_index, int *ret_root_fd);
+		     int mntns_fd, int *ret_step, int *ret_index, int *ret_root_fd);
+
+/*
+ * The namespace pool's helper (launcherd-net.c), in a mount namespace it just unshared: make
+ * the tree private, put a fresh tmpfs in its place with pivot_root and detach the rest, so that
+ * the namespace holds nothing but an empty root. With mntns_fd (such a namespace), the child's
+ * mount_build_root() does the bind fallbacks in launcherd's namespace, which it still shares
+ * (clone without CLONE_NEWNS), then setns()es into it and builds on its root: no pivot_root.
+ */
+int mount_make_empty_root(void);
 
 /* Child side: pivot_root into root_fd and detach the old root. */
 int mount_pivot_root(int root_fd);

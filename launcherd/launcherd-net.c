@@ -25,6 +25,7 @@
 #include "common/event.h"
 #include "common/log.h"
 #include "ipc/ipc-fdpass.h"
+#include "launcherd/launcherd-mount.h"
 #include "launcherd/launcherd-net.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct nl_sock *, nl_socket_free);
@@ -70,21 +71,62 @@ int net_loopback_up(void)
 	return r < 0 ? nl_to_errno(r) : 0;
 }
 
-/* The helper: one fresh netns per request byte, sent back as an fd. Never returns. */
+/* An empty mount namespace (MNTNS_POOL_SIZE): its fd, or -errno. We end up back in ours. */
+static int make_mntns(int own)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (unshare(CLONE_NEWNS) < 0)
+		return -errno;
+	fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	r = fd < 0 ? -errno : mount_make_empty_root();
+	/* Back, or the next one would be a copy of this one: stop rather than go on. */
+	if (setns(own, CLONE_NEWNS) < 0)
+		_exit(1);
+	return r < 0 ? r : TAKE_FD(fd);
+}
+
+/*
+ * The helper: per request byte, a fresh netns ('w', answered 'n') or an empty mount namespace
+ * ('m', answered 'm', or 'M' without an fd when that cannot be done), sent back as an fd; or
+ * ('c', with an fd, not answered) a namespace to let go of, so that its teardown runs here.
+ * Never returns.
+ */
 _noreturn_ static void netns_helper(int sock)
 {
+	int own_mnt;
+
 	/* Nothing of launcherd's but this socket; and no life of its own after launcherd's. */
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (dup2(sock, 3) < 0)
 		_exit(1);
 	(void)syscall(SYS_close_range, 4U, ~0U, 0U);
 	sock = 3;
+	own_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	for (;;) {
 		char c;
 		int fd = -1;
+		size_t n_fds = 0;
 
-		if (read(sock, &c, 1) <= 0)
+		if (ipc_recv_with_fds(sock, &c, 1, &fd, 1, &n_fds, 0) <= 0)
 			_exit(0);
+		if (n_fds > 0) {
+			/* 'c': the last reference to a finished sandbox's mount namespace; closing it
+			 * unmounts its tree (an RCU grace period) here rather than in launcherd. */
+			safe_close(fd);
+			continue;
+		}
+		if (c == 'm') {
+			/* Why this is safe: the namespace's one mount is a tmpfs made here, empty;
+			 * launcherd gives it to one sandbox, which builds its root in it. */
+			fd = own_mnt >= 0 ? make_mntns(own_mnt) : -EBADF;
+			if (ipc_send_with_fds(sock, fd >= 0 ? "m" : "M", 1, &fd, fd >= 0 ? 1 : 0,
+					      0) < 0)
+				_exit(1);
+			safe_close(fd);
+			continue;
+		}
 		/* Why this is safe: the namespace is new and empty; this process only brings lo up
 		 * in it and passes it to launcherd, which gives it to one sandbox. */
 		if (unshare(CLONE_NEWNET) == 0 && net_loopback_up() >= 0)
@@ -102,6 +144,11 @@ static void pool_request(struct netns_pool *p)
 			return;
 		p->requested++;
 	}
+	while (p->sock >= 0 && p->mnt_enabled && p->n_mnt + p->mnt_requested < MNTNS_POOL_SIZE) {
+		if (write(p->sock, "m", 1) != 1)
+			return;
+		p->mnt_requested++;
+	}
 }
 
 static int on_pool(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -115,6 +162,21 @@ static int on_pool(struct event_source *s, int fd, uint32_t revents, void *userd
 	n = ipc_recv_with_fds(fd, &c, 1, nsfd, 1, &n_fds, MSG_DONTWAIT);
 	if (n == -EAGAIN)
 		return 0;
+	if (n > 0 && (c == 'm' || c == 'M')) {
+		if (p->mnt_requested)
+			p->mnt_requested--;
+		if (n_fds == 0) {
+			/* Cannot make them here (no CAP_SYS_CHROOT?): sandboxes copy ours. */
+			log_warning("mount namespace helper failed: no mount namespace pool");
+			p->mnt_enabled = false;
+			close_many(p->mnt_fds, p->n_mnt);
+			p->n_mnt = 0;
+		} else if (p->n_mnt < MNTNS_POOL_SIZE)
+			p->mnt_fds[p->n_mnt++] = nsfd[0];
+		else
+			safe_close(nsfd[0]);
+		return 0;
+	}
 	if (n <= 0 || n_fds == 0) {
 		/* The helper is gone or failing: no pool from now on, CLONE_NEWNET instead. */
 		if (n > 0)
@@ -131,12 +193,12 @@ static int on_pool(struct event_source *s, int fd, uint32_t revents, void *userd
 	return 0;
 }
 
-int netns_pool_start(struct netns_pool *p, struct event_loop *loop)
+int netns_pool_start(struct netns_pool *p, struct event_loop *loop, bool mntns)
 {
 	int sv[2], r;
 	pid_t pid;
 
-	*p = (struct netns_pool){ .sock = -1 };
+	*p = (struct netns_pool){ .sock = -1, .mnt_enabled = mntns };
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	pid = fork();
@@ -161,16 +223,59 @@ int netns_pool_start(struct netns_pool *p, struct event_loop *loop)
 	return 0;
 }
 
+/* The newest of fds[0..*n) (the caller owns it), or -1; asks the helper for more either way. */
+static int pool_pop(struct netns_pool *p, int *fds, size_t *n)
+{
+	int fd = *n > 0 ? fds[--*n] : -1;
+
+	pool_request(p);
+	return fd;
+}
+
 int netns_pool_take(struct netns_pool *p)
 {
+	return pool_pop(p, p->fds, &p->n);
+}
+
+int netns_pool_take_mnt(struct netns_pool *p)
+{
+	return pool_pop(p, p->mnt_fds, &p->n_mnt);
+}
+
+void netns_pool_release(struct netns_pool *p, int fd)
+{
+	if (fd < 0)
+		return;
+	/* Without a helper (or if it cannot take it now), the teardown happens here. */
+	if (p->sock >= 0)
+		(void)ipc_send_with_fds(p->sock, "c", 1, &fd, 1, MSG_DONTWAIT);
+	safe_close(fd);
+}
+
+int netns_pool_shared(struct netns_pool *p, uid_t uid)
+{
+	struct netns_shared *e = NULL;
 	int fd;
 
-	if (p->n == 0) {
-		pool_request(p);
+	for (size_t i = 0; i < p->n_shared; i++)
+		if (p->shared[i].uid == uid) {
+			e = &p->shared[i];
+			e->last_used = ++p->uses;
+			return e->fd;
+		}
+	fd = netns_pool_take(p);
+	if (fd < 0)
 		return -1;
+	if (p->n_shared < NETNS_SHARED_MAX)
+		e = &p->shared[p->n_shared++];
+	else {
+		e = &p->shared[0];
+		for (size_t i = 1; i < p->n_shared; i++)
+			if (p->shared[i].last_used < e->last_used)
+				e = &p->shared[i];
+		safe_close(e->fd);
 	}
-	fd = p->fds[--p->n];
-	pool_request(p);
+	*e = (struct netns_shared){ .uid = uid, .fd = fd, .last_used = ++p->uses };
 	return fd;
 }
 
@@ -182,6 +287,13 @@ void netns_pool_stop(struct netns_pool *p)
 	close_many(p->fds, p->n);
 	p->n = 0;
 	p->requested = 0;
+	close_many(p->mnt_fds, p->n_mnt);
+	p->n_mnt = 0;
+	p->mnt_requested = 0;
+	p->mnt_enabled = false;
+	for (size_t i = 0; i < p->n_shared; i++)
+		safe_close(p->shared[i].fd);
+	p->n_shared = 0;
 	if (p->helper > 0) {
 		(void)kill(p->helper, SIGKILL);
 		(void)waitpid(p->helper, NULL, 0);

@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <sys/types.h>
@@ -23,18 +24,69 @@ int net_loopback_up(void);
  */
 #define NETNS_POOL_SIZE 4
 
+/*
+ * Network "none" shares instead (privileged mode, Landlock ABI >= 6, see sandbox_netns() in
+ * launcherd-sandbox.c): every "none" sandbox of one uid joins that uid's one namespace, a fresh
+ * one from the pool, kept here, that nothing else ever enters: only lo, never configured. A
+ * netns per sandbox costs ≈0.35 ms to make and as much again to tear down, in kernel work
+ * queues that compete with the sandboxes for the CPU. Sharing is safe because nothing in such
+ * a sandbox can use the namespace: its seccomp floor allows AF_UNIX sockets only (no IP, UDP,
+ * ICMP, raw, packet, netlink, vsock…), and Landlock's abstract-unix-socket scope keeps each
+ * sandbox from connecting or sending to an abstract socket bound by another. Per uid, so that
+ * no two users ever share one (SECURITY.md lists what one user's "none" sandboxes still see of
+ * each other: the names of their Unix sockets in /proc/net/unix).
+ */
+#define NETNS_SHARED_MAX 64
+
+struct netns_shared {
+	uid_t uid;
+	int fd;
+	unsigned long long last_used;
+};
+
+/*
+ * The same helper makes empty mount namespaces ahead of time (privileged mode with
+ * CAP_SYS_CHROOT, which setns(CLONE_NEWNS) needs): each a copy of launcherd's whose tree was
+ * made private, replaced by a fresh tmpfs with pivot_root and detached, so that its one mount
+ * is a fresh, empty root. The sandbox setns()es into one instead of copying launcherd's mount
+ * table and detaching it again itself (≈0.2 ms, most of it an RCU grace period of the detach,
+ * now paid ahead of time on the helper's side). Each is handed to exactly one sandbox.
+ */
+#define MNTNS_POOL_SIZE 4
+
 struct netns_pool {
 	int sock; /* to the helper; -1 when there is no pool */
 	pid_t helper;
 	int fds[NETNS_POOL_SIZE];
 	size_t n;
 	unsigned requested; /* asked of the helper, not received yet */
+	bool mnt_enabled;   /* the helper makes mount namespaces too */
+	int mnt_fds[MNTNS_POOL_SIZE];
+	size_t n_mnt;
+	unsigned mnt_requested;
 	struct event_source *src;
+	struct netns_shared shared[NETNS_SHARED_MAX];
+	size_t n_shared;
+	unsigned long long uses;
 };
 
-int netns_pool_start(struct netns_pool *p, struct event_loop *loop);
+/* mntns: also keep empty mount namespaces (see MNTNS_POOL_SIZE). */
+int netns_pool_start(struct netns_pool *p, struct event_loop *loop, bool mntns);
+/* An fd of an empty mount namespace (the caller owns it), or -1. Refills. */
+int netns_pool_take_mnt(struct netns_pool *p);
+/*
+ * Close fd, a finished sandbox's namespace, through the helper: launcherd keeps each sandbox's
+ * mount namespace until its exit is reported, so that the unmounting of its tree (an RCU grace
+ * period, ≈0.1 ms) is neither in the sandbox's exit, which the requester waits for, nor in
+ * launcherd's loop, but in the helper, on the other CPU when there is one.
+ */
+void netns_pool_release(struct netns_pool *p, int fd);
 /* An fd of a fresh netns (the caller owns it), or -1 when the pool is empty. Refills. */
 int netns_pool_take(struct netns_pool *p);
+/* uid's shared "none" namespace (borrowed: the pool keeps it), made from a fresh one the first
+ * time; -1 when the pool is empty. The least recently used entry makes room for a new uid (its
+ * sandboxes keep their namespace alive; the uid gets a new one next time). */
+int netns_pool_shared(struct netns_pool *p, uid_t uid);
 void netns_pool_stop(struct netns_pool *p);
 
 /*

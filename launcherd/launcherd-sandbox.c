@@ -36,8 +36,10 @@
 #include "common/util.h"
 #include "ipc/ipc-fdpass.h"
 #include "launcherd/launcherd-apply.h"
+#include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-mount.h"
 #include "launcherd/launcherd-plan.h"
+#include "launcherd/launcherd-trace.h"
 #include "launcherd/launcherd.h"
 
 #define CGROUP_RMDIR_RETRY_USEC (20 * 1000)
@@ -69,6 +71,7 @@ struct sandbox {
 	int status_fd;
 	int report_fd;	/* the init's report of the command's wait status */
 	int proxy_sock; /* network "proxy": the child sends the listener here */
+	int mntns_fd;	/* its mount namespace, when from the pool: released after "exit" */
 	struct event_source *pidfd_src, *status_src, *timer_src;
 	struct sandbox_cgroup cgroup;
 	uint64_t pids_max, memory_max; /* counted against the per-user ceilings */
@@ -134,6 +137,7 @@ static void sandbox_free(struct sandbox *s)
 	safe_close(s->status_fd);
 	safe_close(s->report_fd);
 	safe_close(s->proxy_sock);
+	netns_pool_release(&d->netns_pool, s->mntns_fd);
 	cgroup_cleanup(d, &s->cgroup);
 	json_decref(s->unenforced);
 	free(s);
@@ -261,7 +265,9 @@ static int status_resolve(struct sandbox *s)
 	}
 	/* EOF: the close-on-exec write end went away at execve. */
 	s->state = SB_RUNNING;
+	launcherd_trace(s->id, "exec-seen");
 	send_spawned(s);
+	launcherd_trace(s->id, "spawned-sent");
 	return 1;
 }
 
@@ -327,12 +333,14 @@ static int on_pidfd(struct event_source *src, int fd, uint32_t revents, void *us
 		log_warning_errno(errno, "waitid on sandbox %s: %m", s->id);
 	} else if (si.si_pid == 0)
 		return 0; /* not yet */
+	launcherd_trace(s->id, "init-reaped");
 
 	/* The child is gone, so its end of the status pipe is closed: this cannot block. */
 	if (s->state == SB_SETTING_UP)
 		(void)status_resolve(s);
 	if (s->state == SB_RUNNING)
 		send_exit(s, &si);
+	launcherd_trace(s->id, "exit-sent");
 	sandbox_free(s);
 	return 0;
 }
@@ -372,6 +380,34 @@ static void make_id(char *buf, size_t size)
 	(void)snprintf(buf, size, "sb-%016llx", (unsigned long long)r);
 }
 
+/*
+ * The sandbox's network namespace, for privileged mode (user mode: CLONE_NEWNET inside the
+ * sandbox's user namespace). Sets *ret_borrowed when the fd stays the pool's. -1: CLONE_NEWNET.
+ *
+ * Network "none" joins the requester's shared namespace (launcherd-net.h says why that is
+ * safe) only when both locks that make it safe are on: the AF_UNIX-only seccomp floor, which
+ * every "none" sandbox gets (see sandbox_start()), and Landlock's abstract-unix-socket scope,
+ * which the plan must carry and the kernel enforce (ABI >= 6). Otherwise, and for loopback and
+ * proxy, a fresh namespace of its own from the pool.
+ */
+static int sandbox_netns(struct launcherd *d, const struct plan *plan, uid_t uid,
+			 bool *ret_borrowed)
+{
+	*ret_borrowed = false;
+	if (plan->network == PLAN_NETWORK_HOST || d->mode != LAUNCHERD_PRIVILEGED)
+		return -1;
+	if (plan->network == PLAN_NETWORK_NONE && plan->has_landlock && d->landlock_abi >= 6 &&
+	    (plan->landlock_scope & CORDON_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET)) {
+		int fd = netns_pool_shared(&d->netns_pool, uid);
+
+		if (fd >= 0) {
+			*ret_borrowed = true;
+			return fd;
+		}
+	}
+	return netns_pool_take(&d->netns_pool);
+}
+
 /* The user's supplementary groups are looked up once per connection (launcherd-dispatch.c). */
 int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds, size_t n_fds,
 		  struct seccomp_program *plan_filter, json_t *unenforced, const char **reterr_step)
@@ -382,7 +418,8 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	struct apply_context ctx;
 	struct clone_args args;
 	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, proxy_sv[2] = { -1, -1 }, pidfd = -1,
-	    index = -1, netns_fd = -1, r;
+	    index = -1, netns_fd = -1, mntns_fd = -1, r;
+	bool netns_borrowed = false;
 	long pid;
 
 	*reterr_step = apply_step_to_string(STEP_CLONE);
@@ -396,13 +433,14 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	s->conn = c;
 	s->seq = seq;
 	s->uid = c->peer.uid;
-	s->pidfd = s->status_fd = s->report_fd = s->proxy_sock = -1;
+	s->pidfd = s->status_fd = s->report_fd = s->proxy_sock = s->mntns_fd = -1;
 	s->die_with_requester = plan->die_with_requester;
 	s->unenforced = unenforced ? json_incref(unenforced) : json_array();
 	s->pids_max = plan->pids_max;
 	s->memory_max = plan->memory_max;
 	sandbox_cgroup_init(&s->cgroup);
 	make_id(s->id, sizeof(s->id));
+	launcherd_trace(s->id, "start");
 
 	if (plan->pids_max || plan->memory_max) {
 		if (d->cgroup.kind != CGROUP_NONE) {
@@ -415,7 +453,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	}
 
 	*reterr_step = apply_step_to_string(STEP_MOUNT);
-	r = mount_prepare_binds(plan, fds, tree_fds, &index);
+	r = mount_prepare_binds(plan, fds, d->dev_template, tree_fds, &index);
 	if (r < 0)
 		goto fail;
 
@@ -430,15 +468,20 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		goto fail;
 	}
 
-	if (plan->network != PLAN_NETWORK_HOST && d->mode == LAUNCHERD_PRIVILEGED)
-		netns_fd = netns_pool_take(&d->netns_pool);
+	netns_fd = sandbox_netns(d, plan, c->peer.uid, &netns_borrowed);
+	if (d->mode == LAUNCHERD_PRIVILEGED)
+		mntns_fd = netns_pool_take_mnt(&d->netns_pool);
 
+	launcherd_trace(s->id, "prepared");
 	ctx = (struct apply_context){
 		.plan = plan,
+		.id = s->id,
 		.fds = fds,
+		.n_fds = n_fds,
 		.tree_fds = tree_fds,
 		.devnull_fd = d->devnull_fd,
 		.netns_fd = netns_fd,
+		.mntns_fd = mntns_fd,
 		.status_fd = status[1],
 		.report_fd = report[1],
 		.proxy_sock = proxy_sv[1],
@@ -450,7 +493,8 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		.cgroup = &s->cgroup,
 		.nproc_limit = d->cgroup.kind == CGROUP_NONE ? plan->pids_max : 0,
 		.landlock_abi = d->landlock_abi,
-		.floor = plan->seccomp_kill ? &d->floor_kill : &d->floor_errno,
+		/* "none": no socket but AF_UNIX, whichever namespace it sits in. */
+		.floor = &d->floors[plan->seccomp_kill][plan->network == PLAN_NETWORK_NONE],
 		.plan_filter = plan_filter->insns ? plan_filter : NULL,
 	};
 	args = (struct clone_args){
@@ -469,10 +513,13 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	}
 
 	/* Parent. The child has its copies; ours go now, so the pipe's EOF is the child's exec. */
+	launcherd_trace(s->id, "cloned");
 	status[1] = safe_close(status[1]);
 	report[1] = safe_close(report[1]);
 	proxy_sv[1] = safe_close(proxy_sv[1]);
-	netns_fd = safe_close(netns_fd);
+	if (!netns_borrowed)
+		netns_fd = safe_close(netns_fd);
+	s->mntns_fd = TAKE_FD(mntns_fd);
 	for (size_t i = 0; i < plan->n_mounts; i++)
 		safe_close(tree_fds[i]);
 	s->pid = (pid_t)pid;
@@ -500,6 +547,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		safe_close(s->status_fd);
 		safe_close(s->report_fd);
 		safe_close(s->proxy_sock);
+		safe_close(s->mntns_fd);
 		cgroup_cleanup(d, &s->cgroup);
 		json_decref(s->unenforced);
 		return r;
@@ -507,11 +555,14 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	s->next = d->sandboxes;
 	d->sandboxes = s;
 	d->n_sandboxes++;
+	launcherd_trace(s->id, "supervised");
 	TAKE_PTR(s);
 	return 0;
 
 fail:
-	safe_close(netns_fd);
+	if (!netns_borrowed)
+		safe_close(netns_fd);
+	safe_close(mntns_fd);
 	safe_close(status[0]);
 	safe_close(status[1]);
 	safe_close(report[0]);

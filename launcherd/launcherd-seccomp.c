@@ -18,6 +18,10 @@
  *   - socket(): AF_PACKET, SOCK_RAW / SOCK_PACKET, and netlink other than NETLINK_ROUTE (which
  *     libc's getaddrinfo uses to list local addresses; in the sandbox's own netns it only sees
  *     loopback). A plan can deny NETLINK_ROUTE too.
+ *   - network "none" (the UNIX-ONLY variant): socket() and socketpair() of every family but
+ *     AF_UNIX. Such a sandbox has no use for an IP, netlink, packet, vsock or any other socket,
+ *     and without them nothing of the network namespace it sits in is reachable: what lets
+ *     "none" sandboxes of one user share one empty namespace (launcherd-net.c, SECURITY.md).
  *   - other architectures: x32 and i386 system calls are denied like the rest.
  * ptrace, process_vm_* and pidfd_* are not listed: they name processes by pid, and the pid
  * namespace leaves nothing outside the sandbox to name.
@@ -96,9 +100,19 @@ static const int denied_syscalls[] = {
 	SYS_reboot,
 };
 
-static int add_rules(scmp_filter_ctx ctx, uint32_t deny)
+static int add_rules(scmp_filter_ctx ctx, uint32_t deny, bool unix_only)
 {
 	int r;
+
+	if (unix_only) {
+		r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+		if (r < 0)
+			return r;
+		r = seccomp_rule_add(ctx, deny, SCMP_SYS(socketpair), 1,
+				     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+		if (r < 0)
+			return r;
+	}
 
 	for (size_t i = 0; i < ELEMENTSOF(denied_syscalls); i++) {
 		r = seccomp_rule_add(ctx, deny, denied_syscalls[i], 0);
@@ -160,7 +174,7 @@ static int add_rules(scmp_filter_ctx ctx, uint32_t deny)
 	return 0;
 }
 
-static int floor_ctx(bool kill, scmp_filter_ctx *ret)
+static int floor_ctx(bool kill, bool unix_only, scmp_filter_ctx *ret)
 {
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
 	uint32_t deny = kill ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_ERRNO(EPERM);
@@ -181,20 +195,20 @@ static int floor_ctx(bool kill, scmp_filter_ctx *ret)
 	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (r < 0)
 		return r;
-	r = add_rules(ctx, deny);
+	r = add_rules(ctx, deny, unix_only);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(ctx);
 	return 0;
 }
 
-int seccomp_floor_compile(bool kill, struct seccomp_program *ret)
+int seccomp_floor_compile(bool kill, bool unix_only, struct seccomp_program *ret)
 {
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
 	_cleanup_close_ int fd = -1;
 	int r;
 
-	r = floor_ctx(kill, &ctx);
+	r = floor_ctx(kill, unix_only, &ctx);
 	if (r < 0)
 		return r;
 	/* libseccomp 2.5 exports to an fd only: go through a memfd and keep the bytes. */
@@ -209,12 +223,12 @@ int seccomp_floor_compile(bool kill, struct seccomp_program *ret)
 	return seccomp_program_read(fd, ret);
 }
 
-int seccomp_floor_export_pfc(bool kill, int fd)
+int seccomp_floor_export_pfc(bool kill, bool unix_only, int fd)
 {
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
 	int r;
 
-	r = floor_ctx(kill, &ctx);
+	r = floor_ctx(kill, unix_only, &ctx);
 	if (r < 0)
 		return r;
 	return seccomp_export_pfc(ctx, fd);

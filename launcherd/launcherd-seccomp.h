@@ -24,8 +24,10 @@ struct seccomp_program {
 	size_t len;
 };
 
-/* Compile the floor. kill: denials kill the process (SIGSYS) instead of failing with EPERM. */
-int seccomp_floor_compile(bool kill, struct seccomp_program *ret);
+/* Compile the floor. kill: denials kill the process (SIGSYS) instead of failing with EPERM.
+ * unix_only: the variant for network "none", which also denies every socket family but
+ * AF_UNIX. */
+int seccomp_floor_compile(bool kill, bool unix_only, struct seccomp_program *ret);
 
 /*
  * Read a plan's program from fd (memfd or regular file): 1..SECCOMP_PROGRAM_MAX_INSNS
@@ -39,4 +41,4 @@ int seccomp_program_load(const struct seccomp_program *p);
 void seccomp_program_done(struct seccomp_program *p);
 
 /* Write the floor as libseccomp pseudo-filter-code text to fd, for tests and `--dump-floor`. */
-int seccomp_floor_export_pfc(bool kill, int fd);
+int seccomp_floor_export_pfc(bool kill, bool unix_only, int fd);

@@ -34,16 +34,18 @@ struct sandbox;
 struct launcherd {
 	enum launcherd_mode mode;
 	struct event_loop *loop;
-	int listen_fd;	/* -1 in --socket-fd mode */
-	bool single;	/* --socket-fd: exit when that connection and its sandboxes are gone */
-	bool stopping;	/* SIGTERM: no new connections, kill everything, exit when reaped */
-	int devnull_fd; /* stdio the plan leaves out */
+	int listen_fd;	  /* -1 in --socket-fd mode */
+	bool single;	  /* --socket-fd: exit when that connection and its sandboxes are gone */
+	bool stopping;	  /* SIGTERM: no new connections, kill everything, exit when reaped */
+	int devnull_fd;	  /* stdio the plan leaves out */
+	int dev_template; /* privileged mode: the fixed part of /dev (launcherd-mount.c), or -1 */
 
 	struct floor floor;
 	struct cgroup_setup cgroup;
 	int landlock_abi;
-	struct seccomp_program floor_errno; /* compiled once at start (launcherd-seccomp.c) */
-	struct seccomp_program floor_kill;
+	/* The seccomp floor, compiled once at start (launcherd-seccomp.c): [kill][unix_only], the
+	 * latter for network "none". */
+	struct seccomp_program floors[2][2];
 	struct netns_pool netns_pool; /* privileged mode: fresh network namespaces made ahead */
 
 	struct conn *conns;

@@ -14,7 +14,8 @@ cordon_launcherd_SOURCES = \
 	%reldir%/launcherd-landlock.c %reldir%/launcherd-landlock.h \
 	%reldir%/launcherd-seccomp.c %reldir%/launcherd-seccomp.h \
 	%reldir%/launcherd-cgroup.c %reldir%/launcherd-cgroup.h \
-	%reldir%/launcherd-net.c %reldir%/launcherd-net.h
+	%reldir%/launcherd-net.c %reldir%/launcherd-net.h \
+	%reldir%/launcherd-trace.c %reldir%/launcherd-trace.h
 cordon_launcherd_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCAP_CFLAGS) \
 	$(LIBSECCOMP_CFLAGS) $(LIBNL_CFLAGS)
 cordon_launcherd_LDADD = libipc.a libcommon.a $(JANSSON_LIBS) $(LIBCAP_LIBS) \

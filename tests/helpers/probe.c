@@ -5,7 +5,8 @@
  *   0  the attempt SUCCEEDED (the rule is missing: the test fails),
  *   1  the attempt was refused (errno printed),
  *   2  usage or a set-up problem of the probe itself.
- * A few subcommands are helpers rather than attempts (sleep-tree, fds, env, alloc, forkloop),
+ * A few subcommands are helpers rather than attempts (sleep-tree, fds, env, alloc, forkloop,
+ * netns, abstract-listen, tcp-listen),
  * documented with each.
  */
 #define _GNU_SOURCE
@@ -33,6 +34,8 @@
 #include <dirent.h>
 #include <linux/bpf.h>
 #include <linux/io_uring.h>
+#include <linux/netlink.h>
+#include <linux/vm_sockets.h>
 #include <netinet/in.h>
 
 static int refused(const char *what)
@@ -234,6 +237,59 @@ static int try_raw_socket(void)
 	return refused("raw sockets");
 }
 
+/*
+ * Every socket family but AF_UNIX ("sockets"): exits 0 when any of them could be created. A
+ * family the kernel lacks counts as refused; AF_INET and AF_INET6 are always there.
+ */
+static int try_sockets(void)
+{
+	static const struct {
+		int family, type, protocol;
+		const char *name;
+	} socks[] = {
+		{ AF_INET, SOCK_STREAM, 0, "AF_INET TCP" },
+		{ AF_INET, SOCK_DGRAM, 0, "AF_INET UDP" },
+		{ AF_INET, SOCK_DGRAM, IPPROTO_ICMP, "AF_INET ICMP (ping)" },
+		{ AF_INET6, SOCK_STREAM, 0, "AF_INET6 TCP" },
+		{ AF_INET6, SOCK_DGRAM, 0, "AF_INET6 UDP" },
+		{ AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, "AF_NETLINK route" },
+		{ AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT, "AF_NETLINK uevent" },
+		{ AF_PACKET, SOCK_DGRAM, 0, "AF_PACKET" },
+		{ AF_VSOCK, SOCK_STREAM, 0, "AF_VSOCK" },
+		{ AF_TIPC, SOCK_RDM, 0, "AF_TIPC" },
+	};
+	int sv[2], n = 0;
+
+	for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
+		int fd = socket(socks[i].family, socks[i].type | SOCK_CLOEXEC, socks[i].protocol);
+
+		if (fd >= 0) {
+			printf("SUCCEEDED: socket %s\n", socks[i].name);
+			close(fd);
+			n++;
+		} else
+			printf("refused: socket %s: %s\n", socks[i].name, strerror(errno));
+	}
+	if (socketpair(AF_TIPC, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0) {
+		printf("SUCCEEDED: socketpair AF_TIPC\n");
+		n++;
+	}
+	return n ? 0 : 1;
+}
+
+/* Helper ("netns"): print our network namespace ("net:[N]"). */
+static int show_netns(void)
+{
+	char buf[64];
+	ssize_t n = readlink("/proc/self/ns/net", buf, sizeof(buf) - 1);
+
+	if (n < 0)
+		return refused("readlink /proc/self/ns/net");
+	buf[n] = '\0';
+	printf("%s\n", buf);
+	return 0;
+}
+
 static int try_personality(void)
 {
 	if (syscall(SYS_personality, 0x0040000 /* ADDR_NO_RANDOMIZE */) < 0)
@@ -421,6 +477,10 @@ int main(int argc, char **argv)
 		return try_abstract(a);
 	if (!strcmp(cmd, "raw-socket"))
 		return try_raw_socket();
+	if (!strcmp(cmd, "sockets"))
+		return try_sockets();
+	if (!strcmp(cmd, "netns"))
+		return show_netns();
 	if (!strcmp(cmd, "personality"))
 		return try_personality();
 	if (!strcmp(cmd, "keyctl"))

@@ -5,7 +5,7 @@
 . "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
 ld_require_root
 ld_start
-plan 16
+plan 19
 
 run_sh() { make_plan "$T/p.json" "$(jq -nc --arg c "$1" '["/bin/sh","-c",$c]')"; shift; ld_run "$@" $STD_FDS "$T/p.json"; }
 
@@ -57,7 +57,31 @@ check "user mode: sandbox runs as the user, pid 2 under the init" test "$out" = 
 out=$(run_sh 'cat /proc/self/uid_map' --user $TEST_USER1 --user-mode)
 check "user mode: only the user is mapped, to itself" test "$(echo $out)" = "$uid $uid 1"
 
+# Both ways to a sandbox's mount namespace give the same tree: the pool's prepared ones (above,
+# with CAP_SYS_CHROOT) and, without that capability, a copy of launcherd's that the child pivots
+# away from and detaches itself.
+mounts_pooled=$(run_sh 'cut -d" " -f5 /proc/self/mountinfo | sort | tr "\n" " "' --user $TEST_USER1)
+setpriv --bounding-set -sys_chroot "$LAUNCHERD" --socket "$T/ld2.sock" --floor "$T/floor.json" 2>"$T/ld2.log" &
+ld2=$!
+for _ in $(seq 1 100); do [ -S "$T/ld2.sock" ] && break; sleep 0.05; done
+make_plan "$T/p2.json" "$(jq -nc '["/bin/sh","-c","cut -d\" \" -f5 /proc/self/mountinfo | sort | tr \"\\n\" \" \""]')"
+mounts_copied=$(as_user $TEST_USER1 "$LP" --socket "$T/ld2.sock" $STD_FDS "$T/p2.json" 2>>"$T/client.log")
+ns_fds2=$(ls -l /proc/$ld2/fd | grep -c 'mnt:\[')
+kill $ld2 2>/dev/null
+wait $ld2 2>/dev/null
+check "without CAP_SYS_CHROOT launcherd prepares no mount namespace ($ns_fds2 held)" test "$ns_fds2" = 0
+check "…and its sandboxes get the same mount tree ($mounts_copied)" \
+	test -n "$mounts_copied" -a "$mounts_copied" = "$mounts_pooled"
+
 sleep 0.2
 fds_after=$(ld_fd_count)
 check "launcherd leaked no fd over $((_tap_n)) spawns ($fds_before -> $fds_after)" test "$fds_before" = "$fds_after"
+# The pool's namespaces are left out above; they must stay within the pool's bounds (4 fresh
+# network and 4 empty mount namespaces, one shared "none" namespace per user): a finished
+# sandbox's mount namespace is let go of once its exit is reported.
+ns_fds=$(ls -l /proc/$LD_PID/fd | grep -c 'mnt:\[')
+# With CAP_SYS_CHROOT (bit 18) in our bounding set launcherd has it too and keeps a pool.
+min=$(( (0x$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status) >> 18) & 1 ))
+check "no mount namespace kept past its sandbox ($ns_fds held, pool of 4)" \
+	test "$ns_fds" -le 4 -a "$ns_fds" -ge "$min"
 tap_done

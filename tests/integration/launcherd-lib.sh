@@ -218,28 +218,35 @@ tap_done() {
 
 # Sandbox cgroups are shared by every launcherd on the host, and make check runs tests in
 # parallel: count as leaked only a cgroup that appeared since cg_snapshot, holds no process, and
-# is still there a moment later (a finished sandbox of another test is removed by then).
+# is still there, still empty, a while later (another test's sandbox has either started or been
+# removed by then).
 cg_list() {
 	ls -d /sys/fs/cgroup/pids/cordon/sb-* /sys/fs/cgroup/memory/*/*/cordon/sb-* \
 		/sys/fs/cgroup/memory/cordon/sb-* 2>/dev/null | sort
 }
 cg_snapshot() { cg_list >"$1"; }
 cg_leaked_since() {
-	local d n=0
+	local d n=0 suspects=
 	sleep 0.3
 	for d in $(comm -13 "$1" <(cg_list)); do
+		[ -d "$d" ] && [ ! -s "$d/cgroup.procs" ] && suspects="$suspects $d"
+	done
+	# Look twice: under load another test's sandbox can be caught just after its cgroup was
+	# made and before its first process joined, or just before its cgroup is removed.
+	[ -n "$suspects" ] && sleep 0.5
+	for d in $suspects; do
 		[ -d "$d" ] && [ ! -s "$d/cgroup.procs" ] && n=$((n + 1))
 	done
 	echo $n
 }
 
-# launcherd's open fds, less the prepared network namespaces of its pool: the pool is refilled
-# in the background, so those come and go by design and are not leaks.
+# launcherd's open fds, less the prepared network and mount namespaces of its pool: the pool is
+# refilled in the background, so those come and go by design and are not leaks.
 ld_fd_count() {
 	local f n=0
 	for f in /proc/$LD_PID/fd/*; do
 		case "$(readlink "$f" 2>/dev/null)" in
-		net:\[*) ;;
+		net:\[* | mnt:\[*) ;;
 		*) n=$((n + 1)) ;;
 		esac
 	done

@@ -19,6 +19,8 @@ launcherd_integration_tests = \
 	tests/integration/launcherd-limits.sh \
 	tests/integration/launcherd-floor.sh \
 	tests/integration/launcherd-users.sh \
-	tests/integration/launcherd-usermode.sh
+	tests/integration/launcherd-usermode.sh \
+	tests/integration/launcherd-netnone.sh \
+	tests/integration/launcherd-cgroup2.sh
 TESTS += $(launcherd_integration_tests)
 EXTRA_DIST += $(launcherd_integration_tests) tests/integration/launcherd-lib.sh
