@@ -407,10 +407,8 @@ int backend_active_load(struct backend_settings_store *s, bool allow_unconfined,
 	return r == -ENOENT ? BACKEND_ACTIVE_DEFAULT : BACKEND_ACTIVE_FALLBACK;
 }
 
-int backend_active_save(struct backend_settings_store *s, const struct backend_active *a,
-			bool allow_unconfined)
+static int active_doc(const struct backend_active *a, bool allow_unconfined, json_t **ret)
 {
-	_cleanup_json_ json_t *doc = NULL;
 	char text[BACKEND_REF_TEXT_MAX];
 	int r;
 
@@ -421,8 +419,38 @@ int backend_active_save(struct backend_settings_store *s, const struct backend_a
 	r = backend_ref_format(&a->ref, text, sizeof(text));
 	if (r < 0)
 		return r;
-	doc = json_pack("{s:s, s:I}", "backend", text, "generation", (json_int_t)a->generation);
-	if (!doc)
-		return -ENOMEM;
+	*ret = json_pack("{s:s, s:I}", "backend", text, "generation", (json_int_t)a->generation);
+	return *ret ? 0 : -ENOMEM;
+}
+
+int backend_active_save(struct backend_settings_store *s, const struct backend_active *a,
+			bool allow_unconfined)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	int r;
+
+	r = active_doc(a, allow_unconfined, &doc);
+	if (r < 0)
+		return r;
 	return backend_state_json_write(s->dir, ACTIVE_FILE, doc);
+}
+
+int backend_active_text(struct backend_settings_store *s, const struct backend_active *a,
+			bool allow_unconfined, char **ret_path, char **ret_text, size_t *ret_len)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	r = active_doc(a, allow_unconfined, &doc);
+	if (r < 0)
+		return r;
+	path = strdup_printf("%s/%s", s->dir, ACTIVE_FILE);
+	if (!path)
+		return -ENOMEM;
+	r = backend_state_json_text(doc, ret_text, ret_len);
+	if (r < 0)
+		return r;
+	*ret_path = TAKE_PTR(path);
+	return 0;
 }

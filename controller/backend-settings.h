@@ -124,3 +124,7 @@ int backend_active_load(struct backend_settings_store *s, bool allow_unconfined,
  * allow_unconfined. */
 int backend_active_save(struct backend_settings_store *s, const struct backend_active *a,
 			bool allow_unconfined);
+/* What backend_active_save() would write: the path of active.json and its text (both malloc'd),
+ * for a caller that writes it elsewhere (a thread). Same refusals. */
+int backend_active_text(struct backend_settings_store *s, const struct backend_active *a,
+			bool allow_unconfined, char **ret_path, char **ret_text, size_t *ret_len);

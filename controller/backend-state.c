@@ -177,7 +177,7 @@ int backend_state_file_write(const char *dir, const char *name, const void *data
 	return write_file_atomic(path, data, len, 0600);
 }
 
-int backend_state_json_write(const char *dir, const char *name, json_t *doc)
+int backend_state_json_text(json_t *doc, char **ret, size_t *ret_len)
 {
 	_cleanup_free_ char *text = NULL;
 	char *line;
@@ -193,7 +193,21 @@ int backend_state_json_write(const char *dir, const char *name, json_t *doc)
 	text = line;
 	text[len] = '\n';
 	text[len + 1] = '\0';
-	return backend_state_file_write(dir, name, text, len + 1);
+	*ret = TAKE_PTR(text);
+	*ret_len = len + 1;
+	return 0;
+}
+
+int backend_state_json_write(const char *dir, const char *name, json_t *doc)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r;
+
+	r = backend_state_json_text(doc, &text, &len);
+	if (r < 0)
+		return r;
+	return backend_state_file_write(dir, name, text, len);
 }
 
 int backend_state_file_move_aside(const char *dir, const char *name, char **ret_path)

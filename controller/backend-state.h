@@ -66,6 +66,8 @@ int backend_state_file_write(const char *dir, const char *name, const void *data
 
 /* Serialize doc (sorted keys, indented, trailing newline) and write it as above. */
 int backend_state_json_write(const char *dir, const char *name, json_t *doc);
+/* The text backend_state_json_write() writes for doc (malloc'd, NUL-terminated). */
+int backend_state_json_text(json_t *doc, char **ret, size_t *ret_len);
 
 /*
  * Rename dir/name to a fresh dir/name.corrupt-XXXXXX (never replacing an earlier copy) and

@@ -4,6 +4,14 @@
  * its socket exists (privileged mode), else a user-mode launcherd of our own over a socketpair
  * (unprivileged user namespaces). It never selects an unconfined launcher: when no launcher
  * answers, the backend is unavailable.
+ *
+ * Instances share a launcher channel (struct auto_link): activating builtin:auto again greets the
+ * launcher the active instance uses instead of starting another launcherd, as long as it is the
+ * same launcher (same mode; in user mode the same binary and floor file, unchanged on disk), so
+ * an activation of a ready backend costs no launcher start and no round trip. The link says
+ * hello once (launcherd takes one hello per connection); instances that join before the reply
+ * wait for it. Each sandbox is routed to the instance that spawned it; the channel closes when
+ * the last instance using it is disposed.
  */
 #include "config.h"
 
@@ -29,13 +37,35 @@
 #define CORDON_LIBEXECDIR "/usr/local/libexec"
 #endif
 
-struct auto_data {
+struct auto_owner {
+	struct auto_owner *next;
+	char sandbox[32];
+	struct backend_instance *bi;
+};
+
+struct auto_link {
+	struct controller *ctl;
 	struct ctl_launcher *l;
 	struct event_source *src;
+	char key[512];		   /* which launcher this is (launcher_key()) */
+	json_t *hello;		   /* the launcher's hello reply, once it came */
+	unsigned users;		   /* instances holding it, plus a walk in progress */
+	struct auto_data *members; /* the instances using it */
+	struct auto_owner *owners; /* live sandboxes and the instance that spawned each */
+};
+
+struct auto_data {
+	struct backend_instance *bi;
+	struct auto_link *link;
+	struct auto_data *next_member;
 	json_t *hello;
 	backend_done_cb prepare_done; /* set while the hello reply is awaited */
 	void *prepare_ud;
 };
+
+/* The link new instances join; NULL when there is none or it broke. One controller per process,
+ * single-threaded. */
+static struct auto_link *current_link;
 
 static json_t *auto_descriptor(const struct backend_ops *ops)
 {
@@ -48,39 +78,139 @@ static json_t *auto_descriptor(const struct backend_ops *ops)
 		"enforces", "filesystem", "network", "limits", "syscalls");
 }
 
+static struct backend_instance *owner_take(struct auto_link *k, const char *sandbox)
+{
+	for (struct auto_owner **pp = &k->owners; *pp; pp = &(*pp)->next) {
+		struct auto_owner *o = *pp;
+		struct backend_instance *bi = o->bi;
+
+		if (!streq(o->sandbox, sandbox))
+			continue;
+		*pp = o->next;
+		free(o);
+		return bi;
+	}
+	return NULL;
+}
+
 static void on_exit_report(struct ctl_launcher *l, const struct ctl_launcher_exit *e, void *ud)
 {
-	struct backend_instance *bi = ud;
-	_cleanup_json_ json_t *j = json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox",
-					     e->sandbox, "pid", (int)e->pid, "exitCode",
-					     e->exit_code, "signal", e->signal, "reason", e->reason,
-					     "durationUsec", (json_int_t)e->duration_usec, "limits",
-					     "pids", e->limit_pids, "memory", e->limit_memory);
+	struct auto_link *k = ud;
+	struct backend_instance *bi = owner_take(k, e->sandbox);
+	_cleanup_json_ json_t *j = NULL;
 
+	if (!bi)
+		return; /* a sandbox whose spawn reply nobody took */
+	j = json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox", e->sandbox, "pid",
+		      (int)e->pid, "exitCode", e->exit_code, "signal", e->signal, "reason",
+		      e->reason, "durationUsec", (json_int_t)e->duration_usec, "limits", "pids",
+		      e->limit_pids, "memory", e->limit_memory);
 	if (j)
 		controller_process_exited_on(bi->ctl, bi, e->sandbox, j);
 }
 
-static int on_launcher(struct event_source *s, int fd, uint32_t revents, void *userdata)
+static void link_unref(struct auto_link *k)
 {
-	struct backend_instance *bi = userdata;
-	struct auto_data *d = bi->data;
-	int r = ctl_launcher_process(d->l);
+	if (!k || --k->users > 0)
+		return;
+	if (current_link == k)
+		current_link = NULL;
+	event_source_free(k->src);
+	ctl_launcher_cancel_hello(k->l, k);
+	/* Closing the channel ends a user-mode launcherd and everything that asked to die with us;
+	 * nothing is left: no instance uses it. It is reaped once it has exited, not waited for. */
+	backend_launcher_reap_later(k->ctl, k->l);
+	ctl_launcher_free(k->l);
+	json_decref(k->hello);
+	while (k->owners) {
+		struct auto_owner *o = k->owners;
 
-	if (r < 0) {
-		event_source_free(d->src);
-		d->src = NULL;
-		if (d->prepare_done) {
-			/* It died before answering hello: prepare fails, nothing was active. */
+		k->owners = o->next;
+		free(o);
+	}
+	free(k);
+}
+
+static void link_leave(struct auto_data *d)
+{
+	struct auto_link *k = d->link;
+
+	if (!k)
+		return;
+	d->prepare_done = NULL;
+	for (struct auto_data **pp = &k->members; *pp; pp = &(*pp)->next_member)
+		if (*pp == d) {
+			*pp = d->next_member;
+			break;
+		}
+	for (struct auto_owner **pp = &k->owners; *pp;) {
+		struct auto_owner *o = *pp;
+
+		if (o->bi == d->bi) {
+			*pp = o->next;
+			free(o);
+		} else
+			pp = &o->next;
+	}
+	d->link = NULL;
+	link_unref(k);
+}
+
+/*
+ * Settle every instance on k: those still preparing complete with r (and message when r < 0);
+ * when lost is set, the others are reported lost. The walk holds a reference on each instance
+ * and on k, since completing one may dispose any of them.
+ */
+static void link_settle(struct auto_link *k, int r, const char *message, bool lost)
+{
+	size_t n = 0, i = 0;
+	struct backend_instance **bis;
+
+	for (struct auto_data *d = k->members; d; d = d->next_member)
+		n++;
+	bis = calloc(n ? n : 1, sizeof(*bis));
+	if (!bis)
+		return;
+	for (struct auto_data *d = k->members; d; d = d->next_member)
+		bis[i++] = backend_instance_ref(d->bi);
+	k->users++;
+	for (i = 0; i < n; i++) {
+		struct auto_data *d = bis[i]->data;
+
+		if (d && d->link == k && d->prepare_done) {
 			backend_done_cb done = TAKE_PTR(d->prepare_done);
 
-			done(bi, r, "the launcher exited during start-up", d->prepare_ud);
-			return 0;
+			if (r >= 0)
+				d->hello = json_incref(k->hello);
+			done(bis[i], r, r < 0 ? message : NULL, d->prepare_ud);
+		} else if (lost && d && d->link == k) {
+			log_error("lost the launcher of %s: %s", bis[i]->name, message);
+			controller_backend_lost(bis[i]->ctl, bis[i]);
 		}
-		/* The launcher is gone, and every sandbox it ran died with the channel. */
-		log_error_errno(r, "lost the launcher of %s: %m", bi->name);
-		controller_backend_lost(bi->ctl, bi);
+		backend_instance_unref(bis[i]);
 	}
+	free(bis);
+	link_unref(k);
+}
+
+/* The launcher is gone, and every sandbox it ran died with the channel: each instance on it is
+ * lost (or, still preparing, fails). */
+static void link_broken(struct auto_link *k, int r)
+{
+	if (current_link == k)
+		current_link = NULL;
+	event_source_free(k->src);
+	k->src = NULL;
+	link_settle(k, r, k->hello ? strerror(-r) : "the launcher exited during start-up", true);
+}
+
+static int on_launcher(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct auto_link *k = userdata;
+	int r = ctl_launcher_process(k->l);
+
+	if (r < 0)
+		link_broken(k, r);
 	return 0;
 }
 
@@ -183,24 +313,101 @@ void backend_launcher_reap_later(struct controller *c, struct ctl_launcher *l)
 	}
 }
 
-/* The launcher's hello reply completes prepare. */
-static void auto_hello_done(struct ctl_launcher *l, json_t *info,
+/*
+ * Which launcher backend_launcher_open() would give now: the system one, or a user-mode one of
+ * this binary and floor as they are on disk (a replaced binary or an edited floor makes a new
+ * launcher, so activating builtin:auto again picks them up).
+ */
+static void launcher_key(char *buf, size_t size)
+{
+	const char *sock = cordon_launcherd_socket_path(), *bin = getenv("CORDON_LAUNCHERD");
+	const char *floor = getenv("CORDON_LAUNCHERD_FLOOR");
+	_cleanup_free_ char *dflt = NULL;
+	struct stat st, sb = { 0 }, sf = { 0 };
+
+	if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		(void)snprintf(buf, size, "system %s", sock);
+		return;
+	}
+	if (isempty(bin))
+		bin = dflt = strdup_printf("%s/cordon-launcherd", CORDON_LIBEXECDIR);
+	(void)stat(bin ?: "", &sb);
+	(void)stat(floor ?: "", &sf);
+	(void)snprintf(buf, size, "user %s %llu:%llu %lld.%09ld %s %lld.%09ld", bin ?: "",
+		       (unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino,
+		       (long long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec, floor ?: "",
+		       (long long)sf.st_mtim.tv_sec, sf.st_mtim.tv_nsec);
+}
+
+static void link_hello_done(struct ctl_launcher *l, json_t *info,
+			    const struct ctl_launcher_error *err, void *userdata);
+
+/* The link to join: the current one when it is still the launcher we would open, else a new
+ * one (the old one lives on for the instances that use it). */
+static int link_get(struct backend_instance *bi, struct auto_link **ret, char *msg, size_t size)
+{
+	char key[sizeof(current_link->key)];
+	struct auto_link *k;
+	int r;
+
+	launcher_key(key, sizeof(key));
+	if (current_link && streq(current_link->key, key)) {
+		*ret = current_link;
+		return 0;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		(void)snprintf(msg, size, "out of memory");
+		return -ENOMEM;
+	}
+	k->ctl = bi->ctl;
+	(void)snprintf(k->key, sizeof(k->key), "%s", key);
+	r = backend_launcher_open(bi, &k->l, msg, size);
+	if (r < 0) {
+		free(k);
+		return r;
+	}
+	ctl_launcher_set_exit_handler(k->l, on_exit_report, k);
+	r = event_add_io(bi->ctl->loop, ctl_launcher_fd(k->l), EPOLLIN, on_launcher, k, &k->src);
+	if (r < 0) {
+		(void)snprintf(msg, size, "cannot watch the launcher");
+		ctl_launcher_free(k->l);
+		free(k);
+		return r;
+	}
+	r = ctl_launcher_hello_async(k->l, link_hello_done, k);
+	if (r < 0) {
+		(void)snprintf(msg, size, "cannot talk to the launcher");
+		event_source_free(k->src);
+		ctl_launcher_free(k->l);
+		free(k);
+		return r;
+	}
+	current_link = k;
+	*ret = k;
+	return 0;
+}
+
+/* The launcher's hello reply completes the prepare of every instance waiting on the link. */
+static void link_hello_done(struct ctl_launcher *l, json_t *info,
 			    const struct ctl_launcher_error *err, void *userdata)
 {
-	struct backend_instance *bi = userdata;
-	struct auto_data *d = bi->data;
-	backend_done_cb done = TAKE_PTR(d->prepare_done);
+	struct auto_link *k = userdata;
 	char msg[1200];
 	int r;
 
-	r = backend_launcher_hello_check(bi, info, err, msg, sizeof(msg));
+	/* Someone waits (a link nobody uses is closed, its hello forgotten): the log names them. */
+	r = backend_launcher_hello_check(k->members->bi, info, err, msg, sizeof(msg));
 	if (r >= 0)
-		d->hello = json_incref(info);
-	done(bi, r, r < 0 ? msg : NULL, d->prepare_ud);
+		k->hello = json_incref(info);
+	else if (current_link == k)
+		current_link = NULL; /* refused: the next activation tries afresh */
+	link_settle(k, r, msg, false);
 }
 
 static void auto_prepare(struct backend_instance *bi, backend_done_cb done, void *ud)
 {
+	struct auto_link *k = NULL;
 	struct auto_data *d;
 	char msg[1200];
 	int r;
@@ -210,23 +417,25 @@ static void auto_prepare(struct backend_instance *bi, backend_done_cb done, void
 		done(bi, -ENOMEM, "out of memory", ud);
 		return;
 	}
+	d->bi = bi;
 	bi->data = d;
-	r = backend_launcher_open(bi, &d->l, msg, sizeof(msg));
+	r = link_get(bi, &k, msg, sizeof(msg));
 	if (r < 0) {
 		done(bi, r, msg, ud);
 		return;
 	}
-	ctl_launcher_set_exit_handler(d->l, on_exit_report, bi);
-	r = event_add_io(bi->ctl->loop, ctl_launcher_fd(d->l), EPOLLIN, on_launcher, bi, &d->src);
-	if (r >= 0) {
-		d->prepare_done = done;
-		d->prepare_ud = ud;
-		r = ctl_launcher_hello_async(d->l, auto_hello_done, bi);
-		if (r < 0)
-			d->prepare_done = NULL;
+	k->users++;
+	d->link = k;
+	d->next_member = k->members;
+	k->members = d;
+	if (k->hello) {
+		/* A launcher that answered and is still connected: ready now. */
+		d->hello = json_incref(k->hello);
+		done(bi, 0, NULL, ud);
+		return;
 	}
-	if (r < 0)
-		done(bi, r, "cannot talk to the launcher", ud);
+	d->prepare_done = done;
+	d->prepare_ud = ud;
 }
 
 static void auto_probe(struct backend_instance *bi, backend_done_cb done, void *ud)
@@ -258,11 +467,23 @@ static void auto_spawned(struct ctl_launcher *l, const char *sandbox, int pidfd,
 			 int proxy_fd, const struct ctl_launcher_error *err, void *userdata)
 {
 	struct auto_spawn *as = userdata;
+	struct auto_data *d = as->bi->data;
 	_cleanup_json_ json_t *e = NULL;
 
 	if (err)
 		e = json_pack("{s:s,s:i,s:s,s:s,s:s}", "code", err->code, "errno", err->error,
 			      "field", err->field, "step", err->step, "message", err->message);
+	else if (d && d->link) {
+		/* Its exit report goes to this instance. */
+		struct auto_owner *o = calloc(1, sizeof(*o));
+
+		if (o) {
+			(void)snprintf(o->sandbox, sizeof(o->sandbox), "%s", sandbox);
+			o->bi = as->bi;
+			o->next = d->link->owners;
+			d->link->owners = o;
+		}
+	}
 	as->cb(as->bi, sandbox, pidfd, proxy_fd, pid, e, as->ud);
 	free(as);
 }
@@ -274,13 +495,13 @@ static int auto_spawn(struct backend_instance *bi, json_t *plan, const int *fds,
 	struct auto_spawn *as;
 	int r;
 
-	if (!d || !d->l || !d->src)
+	if (!d || !d->link || !d->link->src)
 		return -ENODEV;
 	as = calloc(1, sizeof(*as));
 	if (!as)
 		return -ENOMEM;
 	*as = (struct auto_spawn){ bi, cb, ud };
-	r = ctl_launcher_spawn_async(d->l, plan, fds, n_fds, auto_spawned, as);
+	r = ctl_launcher_spawn_async(d->link->l, plan, fds, n_fds, auto_spawned, as);
 	if (r < 0)
 		free(as);
 	return r;
@@ -291,25 +512,19 @@ static int auto_kill(struct backend_instance *bi, const char *sandbox, int sig)
 	struct auto_data *d = bi->data;
 	struct ctl_launcher_error e = { 0 };
 
-	if (!d || !d->l)
+	if (!d || !d->link || !d->link->src)
 		return -ENODEV;
-	return ctl_launcher_kill(d->l, sandbox, sig, &e);
+	return ctl_launcher_kill(d->link->l, sandbox, sig, &e);
 }
 
 static int auto_dispose(struct backend_instance *bi)
 {
 	struct auto_data *d = bi->data;
 
-	if (!d)
-		return 0;
-	event_source_free(d->src);
-	d->src = NULL;
-	/* Closing the channel ends a user-mode launcherd and everything that asked to die with us;
-	 * nothing is left: this instance has no live process, or it would not be disposed. It is
-	 * reaped once it has exited, not waited for here. */
-	backend_launcher_reap_later(bi->ctl, d->l);
-	ctl_launcher_free(d->l);
-	d->l = NULL;
+	/* This instance has no live process, or it would not be disposed; the channel closes
+	 * with the last instance on it. */
+	if (d)
+		link_leave(d);
 	return 0;
 }
 
@@ -319,7 +534,7 @@ static void auto_free(struct backend_instance *bi)
 
 	if (!d)
 		return;
-	(void)auto_dispose(bi);
+	link_leave(d);
 	json_decref(d->hello);
 	free(d);
 	bi->data = NULL;

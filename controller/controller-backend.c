@@ -273,6 +273,22 @@ static void step_done(struct backend_instance *bi, int r, const char *message, v
 	activation_run(a);
 }
 
+/* Step 6 done: on failure the runtime swaps back (processes spawned meanwhile stay with the
+ * instance that made them). */
+static void persisted(struct controller *c, int r, void *ud)
+{
+	struct activation *a = ud;
+
+	if (r < 0) {
+		c->active = a->old;
+		a->old = NULL;
+		activation_finish(a, r,
+				  "cannot save the selection; the previous backend stays active");
+		return;
+	}
+	activation_run(a);
+}
+
 static void activation_run(struct activation *a)
 {
 	struct controller *c = a->ctl;
@@ -333,16 +349,13 @@ static void activation_run(struct activation *a)
 		activation_run(a);
 		return;
 	case 7: /* persist; on failure swap back */
-		r = a->persist ? controller_backend_persist(c, a->ref, a->settings) : 0;
-		if (r < 0) {
-			c->active = a->old;
-			a->old = NULL;
-			activation_finish(a, r,
-					  "cannot save the selection; the previous backend "
-					  "stays active");
+		if (!a->persist) {
+			activation_run(a);
 			return;
 		}
-		activation_run(a);
+		r = controller_backend_persist(c, a->ref, a->settings, persisted, a);
+		if (r < 0)
+			persisted(c, r, a);
 		return;
 	case 8: /* dispose idle resources of the previous instance */
 		a->bi->origin_client = 0;
@@ -554,10 +567,33 @@ int controller_backend_validate_settings(struct controller *c, const struct back
  * atomic replace (controller/backend-settings.c). builtin:host is written only because it was
  * explicitly activated; reading it back never yields it (see controller_backend_load_selection).
  */
-int controller_backend_persist(struct controller *c, const char *ref, json_t *settings)
+struct persist_req {
+	uint64_t generation;
+	controller_write_cb cb;
+	void *ud;
+};
+
+static void persist_done(struct controller *c, int r, void *ud)
 {
+	struct persist_req *p = ud;
+
+	if (r < 0)
+		log_warning_errno(r, "cannot save the active selection: %m");
+	else
+		c->generation = p->generation;
+	p->cb(c, r, p->ud);
+	free(p);
+}
+
+int controller_backend_persist(struct controller *c, const char *ref, json_t *settings,
+			       controller_write_cb cb, void *ud)
+{
+	_cleanup_json_ json_t *stored = NULL;
 	struct backend_active a = { 0 };
 	struct field_error fe = { 0 };
+	struct persist_req *p;
+	char *path = NULL, *text = NULL;
+	size_t len;
 	int r;
 
 	if (!c->settings)
@@ -565,15 +601,34 @@ int controller_backend_persist(struct controller *c, const char *ref, json_t *se
 	r = backend_ref_parse(ref, &a.ref);
 	if (r < 0)
 		return r;
-	r = backend_settings_store_put(c->settings, &a.ref, settings ? settings : json_object(),
-				       &fe);
+	if (!settings)
+		settings = stored = json_object();
+	else if (backend_settings_store_get(c->settings, &a.ref, &stored) > 0 &&
+		 json_equal(stored, settings))
+		settings = NULL; /* unchanged: nothing to write (a re-activation, a flip) */
+	/* Settings change seldom (a person changed them): written here. The selection changes
+	 * with every activation: written on a thread, the loop goes on serving spawns. */
+	if (settings) {
+		r = backend_settings_store_put(c->settings, &a.ref, settings, &fe);
+		if (r < 0)
+			return log_warning_errno(r, "cannot save the settings of %s: %s", ref,
+						 fe.reason);
+	}
+	a.generation = c->generation + 1;
+	r = backend_active_text(c->settings, &a, true, &path, &text, &len);
 	if (r < 0)
-		return log_warning_errno(r, "cannot save the settings of %s: %s", ref, fe.reason);
-	a.generation = ++c->generation;
-	r = backend_active_save(c->settings, &a, true);
+		return r;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		free(path);
+		free(text);
+		return -ENOMEM;
+	}
+	*p = (struct persist_req){ a.generation, cb, ud };
+	r = controller_write_file_async(c, path, text, len, persist_done, p);
 	if (r < 0)
-		return log_warning_errno(r, "cannot save the active selection: %m");
-	return 0;
+		free(p);
+	return r;
 }
 
 int controller_backend_load_selection(struct controller *c, char **ret_ref, json_t **ret_settings)

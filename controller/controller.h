@@ -202,7 +202,15 @@ void controller_backends_stop(struct controller *c);
 const struct backend_ops *controller_backend_find(struct controller *c, const char *ref);
 int controller_backend_validate_settings(struct controller *c, const struct backend_ops *ops,
 					 const char *ref, json_t *settings, struct field_error *fe);
-int controller_backend_persist(struct controller *c, const char *ref, json_t *settings);
+/* Step 6 of an activation: cb(c, r, ud) from the loop once the settings and the selection are on
+ * disk (or could not be saved: r < 0). */
+typedef void (*controller_write_cb)(struct controller *c, int r, void *ud);
+int controller_backend_persist(struct controller *c, const char *ref, json_t *settings,
+			       controller_write_cb cb, void *ud);
+/* controller-persist.c: write_file_atomic(path, data, len, 0600) on a thread; cb runs from the
+ * loop. Takes path and data (malloc'd) in every case. */
+int controller_write_file_async(struct controller *c, char *path, char *data, size_t len,
+				controller_write_cb cb, void *ud);
 int controller_backend_load_selection(struct controller *c, char **ret_ref, json_t **ret_settings);
 /* Is a backend of the pack active, or being or about to be activated? */
 bool controller_backend_pack_in_use(struct controller *c, const char *pack_id);

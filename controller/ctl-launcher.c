@@ -385,6 +385,19 @@ int ctl_launcher_hello_async(struct ctl_launcher *l, ctl_launcher_hello_cb cb, v
 	return r;
 }
 
+void ctl_launcher_cancel_hello(struct ctl_launcher *l, void *userdata)
+{
+	for (struct pending **pp = &l->pending; *pp;) {
+		struct pending *p = *pp;
+
+		if (p->hello_cb && p->userdata == userdata) {
+			*pp = p->next;
+			free(p);
+		} else
+			pp = &p->next;
+	}
+}
+
 pid_t ctl_launcher_take_child(struct ctl_launcher *l)
 {
 	pid_t pid = l->child;

@@ -78,6 +78,9 @@ int ctl_launcher_hello(struct ctl_launcher *l, json_t **ret_info,
 
 /* hello without waiting: cb runs from ctl_launcher_process() when the reply arrives. */
 int ctl_launcher_hello_async(struct ctl_launcher *l, ctl_launcher_hello_cb cb, void *userdata);
+/* Forget an async hello made with userdata: its callback will not run. (A spawn cannot be
+ * forgotten: its sandbox runs whether or not anyone waits for the reply.) */
+void ctl_launcher_cancel_hello(struct ctl_launcher *l, void *userdata);
 /*
  * Take the user-mode launcherd's pid out of l (0 when it is not our child), so that
  * ctl_launcher_free() does not wait for it: the caller reaps it, e.g. when a pidfd says so.

@@ -21,6 +21,7 @@ cordon_controller_SOURCES = \
 	%reldir%/controller-backend.c \
 	%reldir%/controller-backend-auto.c \
 	%reldir%/controller-backend-host.c \
+	%reldir%/controller-persist.c \
 	%reldir%/controller-backend-pack.c \
 	%reldir%/controller-packs.c %reldir%/controller-packs.h \
 	%reldir%/pack-store.c %reldir%/pack-store.h \

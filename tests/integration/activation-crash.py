@@ -89,7 +89,7 @@ def attach(pid, syscall, n):
     """strace the controller, SIGKILL on the nth call of syscall; returns once attached."""
     log = os.path.join(TEST_TMP, "strace.log")
     st = subprocess.Popen(
-        ["strace", "-p", str(pid), "-o", log, "-e", "trace=" + syscall,
+        ["strace", "-f", "-p", str(pid), "-o", log, "-e", "trace=" + syscall,
          "-e", "inject=%s:signal=SIGKILL:when=%d" % (syscall, n)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     # strace says "Process N attached" on stderr once the tracee is stopped and seized.

@@ -393,20 +393,33 @@ def memory_hits(pid, needles):
             if "r" not in f[1]:
                 continue
             lo, hi = (int(x, 16) for x in f[0].split("-"))
-            try:
-                mem.seek(lo)
-                data = mem.read(hi - lo)
-            except (OSError, OverflowError, ValueError):
-                continue
-            hits += [(f[-1] if len(f) > 5 else "anon", n) for n in needles if n in data]
+            tail = b""
+            # In chunks, each joined to the end of the one before so no needle is cut.
+            for at in range(lo, hi, 1 << 22):
+                try:
+                    mem.seek(at)
+                    data = tail + mem.read(min(1 << 22, hi - at))
+                except (OSError, OverflowError, ValueError):
+                    break
+                hits += [(f[-1] if len(f) > 5 else "anon", n) for n in needles if n in data]
+                tail = data[-256:]
     return hits
+
+
+def sanitized(pid):
+    """ASan reserves terabytes of shadow and allocator space: too much to read through."""
+    with open("/proc/%d/maps" % pid) as maps:
+        return any("libasan" in line for line in maps)
 
 
 # The controller set, stored, resolved (activation) and received (interaction) both values: its
 # memory holds neither now. Reading a non-dumpable process's memory needs root.
 with open(SOCK + ".lock") as f:
     ctl_pid = int(f.readline())
-if os.getuid() == 0:
+if os.getuid() == 0 and sanitized(ctl_pid):
+    t.ok(True, "# SKIP an ASan build's address space is too large to scan")
+    t.ok(True, "# SKIP an ASan build's address space is too large to scan")
+elif os.getuid() == 0:
     # A positive control: a distinctive non-secret value the controller does keep.
     mark = "cordon-mark-" + pysecrets.token_hex(16)
     c = Conn(SOCK)
