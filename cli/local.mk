@@ -32,9 +32,10 @@ TESTS += tests/integration/controller-backend.sh
 EXTRA_DIST += \
 	tests/integration/controller-backend.sh \
 	tests/integration/controller-backend.py
-TESTS += tests/integration/activation-crash.sh
+TESTS += tests/integration/activation-crash.sh tests/integration/activation-crash-pack.sh
 EXTRA_DIST += \
 	tests/integration/activation-crash.sh \
+	tests/integration/activation-crash-pack.sh \
 	tests/integration/activation-crash.py
 TESTS += tests/integration/proxy-sandbox.sh
 EXTRA_DIST += tests/integration/proxy-sandbox.sh

@@ -211,6 +211,10 @@ int main(int argc, char **argv)
 	if (sfd < 0 || event_add_io(ctl.loop, sfd, EPOLLIN, on_signal, &ctl, &sig_src) < 0)
 		return log_error_errno(errno, "signalfd: %m"), 1;
 
+	/* After the signal mask: the writer thread inherits it, signals stay with the signalfd. */
+	r = controller_persist_start(&ctl);
+	if (r < 0)
+		return log_error_errno(r, "cannot start the writer thread: %m"), 1;
 	r = controller_events_open(&ctl);
 	if (r < 0 && r != -EACCES && r != -EROFS)
 		return 1;

@@ -2,9 +2,9 @@
 /*
  * Writes that must reach the disk without holding up the event loop. An atomic replace (temp
  * file, fsync, rename, fsync of the directory) costs a millisecond or more of fsync here; done
- * on the loop it would make every spawn wait behind it. Each write runs on a thread of its own,
- * which touches nothing but its job (the path, the bytes, a pipe), and completes through the
- * loop: the callback runs there, exactly once.
+ * on the loop it would make every spawn wait behind it. One writer thread, started with the
+ * controller, takes jobs in order; it touches nothing but the queue and its jobs (a path and
+ * the bytes), and each job completes through the loop: the callback runs there, exactly once.
  */
 #include "config.h"
 
@@ -20,87 +20,125 @@
 #include "controller/controller.h"
 
 struct write_job {
-	struct controller *ctl;
+	struct write_job *next;
 	char *path;
 	char *data;
 	size_t len;
 	int r;
-	int pipe[2]; /* the thread writes one byte to [1] when done; the loop reads [0] */
-	struct event_source *src;
 	controller_write_cb cb;
 	void *ud;
 };
 
+/* Shared with the writer thread, under lock. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct write_job *todo, **todo_tail; /* for the thread */
+	struct write_job *done, **done_tail; /* for the loop */
+	int notify[2];			     /* a byte on [1] for each finished job */
+	struct event_source *src;
+	struct controller *ctl;
+	bool started;
+} w = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .notify = { -1, -1 } };
+
 static void job_free(struct write_job *j)
 {
-	event_source_free(j->src);
-	safe_close(j->pipe[0]);
-	safe_close(j->pipe[1]);
 	free(j->path);
 	free(j->data);
 	free(j);
 }
 
-static void *job_run(void *arg)
+static void *writer(void *arg)
 {
-	struct write_job *j = arg;
-	int fd = j->pipe[1];
+	for (;;) {
+		struct write_job *j;
 
-	j->r = write_file_atomic(j->path, j->data, j->len, 0600);
-	/* After this byte the loop owns j again: nothing of it is touched below. */
-	(void)!write(fd, "x", 1);
+		pthread_mutex_lock(&w.lock);
+		while (!w.todo)
+			pthread_cond_wait(&w.wake, &w.lock);
+		j = w.todo;
+		w.todo = j->next;
+		if (!w.todo)
+			w.todo_tail = &w.todo;
+		pthread_mutex_unlock(&w.lock);
+
+		j->r = write_file_atomic(j->path, j->data, j->len, 0600);
+
+		pthread_mutex_lock(&w.lock);
+		j->next = NULL;
+		*w.done_tail = j;
+		w.done_tail = &j->next;
+		pthread_mutex_unlock(&w.lock);
+		(void)!write(w.notify[1], "x", 1);
+	}
 	return NULL;
 }
 
-static int on_job_done(struct event_source *s, int fd, uint32_t revents, void *userdata)
+static int on_done(struct event_source *s, int fd, uint32_t revents, void *userdata)
 {
-	struct write_job *j = userdata;
-	char x;
+	char buf[64];
+	struct write_job *list;
 
-	if (read(fd, &x, 1) != 1)
+	(void)!read(fd, buf, sizeof(buf));
+	pthread_mutex_lock(&w.lock);
+	list = w.done;
+	w.done = NULL;
+	w.done_tail = &w.done;
+	pthread_mutex_unlock(&w.lock);
+	while (list) {
+		struct write_job *j = list;
+
+		list = j->next;
+		j->cb(w.ctl, j->r, j->ud);
+		job_free(j);
+	}
+	return 0;
+}
+
+int controller_persist_start(struct controller *c)
+{
+	pthread_t t;
+	int r;
+
+	if (w.started)
 		return 0;
-	j->cb(j->ctl, j->r, j->ud);
-	job_free(j);
+	w.todo_tail = &w.todo;
+	w.done_tail = &w.done;
+	w.ctl = c;
+	if (pipe2(w.notify, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	r = event_add_io(c->loop, w.notify[0], EPOLLIN, on_done, NULL, &w.src);
+	if (r < 0)
+		return r;
+	r = -pthread_create(&t, NULL, writer, NULL);
+	if (r < 0)
+		return r;
+	(void)pthread_detach(t);
+	w.started = true;
 	return 0;
 }
 
 int controller_write_file_async(struct controller *c, char *path, char *data, size_t len,
 				controller_write_cb cb, void *ud)
 {
-	struct write_job *j = calloc(1, sizeof(*j));
-	pthread_attr_t attr;
-	pthread_t t;
-	int r;
+	struct write_job *j;
 
+	if (!w.started) {
+		free(path);
+		free(data);
+		return -ENOTCONN;
+	}
+	j = calloc(1, sizeof(*j));
 	if (!j) {
 		free(path);
 		free(data);
 		return -ENOMEM;
 	}
-	*j = (struct write_job){ .ctl = c,
-				 .path = path,
-				 .data = data,
-				 .len = len,
-				 .cb = cb,
-				 .ud = ud,
-				 .pipe = { -1, -1 } };
-	if (pipe2(j->pipe, O_CLOEXEC) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	r = event_add_io(c->loop, j->pipe[0], EPOLLIN, on_job_done, j, &j->src);
-	if (r < 0)
-		goto fail;
-	r = -pthread_attr_init(&attr);
-	if (r < 0)
-		goto fail;
-	(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	r = -pthread_create(&t, &attr, job_run, j);
-	(void)pthread_attr_destroy(&attr);
-	if (r < 0)
-		goto fail;
+	*j = (struct write_job){ .path = path, .data = data, .len = len, .cb = cb, .ud = ud };
+	pthread_mutex_lock(&w.lock);
+	*w.todo_tail = j;
+	w.todo_tail = &j->next;
+	pthread_cond_signal(&w.wake);
+	pthread_mutex_unlock(&w.lock);
 	return 0;
-fail:
-	job_free(j);
-	return r;
 }

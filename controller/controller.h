@@ -207,8 +207,10 @@ int controller_backend_validate_settings(struct controller *c, const struct back
 typedef void (*controller_write_cb)(struct controller *c, int r, void *ud);
 int controller_backend_persist(struct controller *c, const char *ref, json_t *settings,
 			       controller_write_cb cb, void *ud);
-/* controller-persist.c: write_file_atomic(path, data, len, 0600) on a thread; cb runs from the
- * loop. Takes path and data (malloc'd) in every case. */
+/* controller-persist.c: start the writer thread (once, after the loop exists); then
+ * write_file_atomic(path, data, len, 0600) there, in order; cb runs from the loop. Takes path
+ * and data (malloc'd) in every case. */
+int controller_persist_start(struct controller *c);
 int controller_write_file_async(struct controller *c, char *path, char *data, size_t len,
 				controller_write_cb cb, void *ud);
 int controller_backend_load_selection(struct controller *c, char **ret_ref, json_t **ret_settings);

@@ -88,16 +88,20 @@ def read_state():
 def attach(pid, syscall, n):
     """strace the controller, SIGKILL on the nth call of syscall; returns once attached."""
     log = os.path.join(TEST_TMP, "strace.log")
+    # Every thread of the controller (its writer thread does the atomic replaces), but not its
+    # children: a kill must land in the controller.
+    tids = sorted(os.listdir("/proc/%d/task" % pid))
     st = subprocess.Popen(
-        ["strace", "-f", "-p", str(pid), "-o", log, "-e", "trace=" + syscall,
+        ["strace"] + [a for t in tids for a in ("-p", t)] + ["-o", log, "-e", "trace=" + syscall,
          "-e", "inject=%s:signal=SIGKILL:when=%d" % (syscall, n)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    # strace says "Process N attached" on stderr once the tracee is stopped and seized.
-    line = st.stderr.readline()
-    if "attached" not in line:
-        st.kill()
-        st.wait()
-        raise RuntimeError("strace did not attach: %r" % line)
+    # strace says "Process N attached" on stderr once each tracee is stopped and seized.
+    for _ in tids:
+        line = st.stderr.readline()
+        if "attached" not in line:
+            st.kill()
+            st.wait()
+            raise RuntimeError("strace did not attach: %r" % line)
     return st
 
 
@@ -131,7 +135,11 @@ for syscall in SYSCALLS:
         # came, during the request or in the work that follows the reply (step 7).
         if st.poll() is None:
             st.send_signal(signal.SIGINT)
-        st.wait(10)
+        try:
+            st.wait(10)
+        except subprocess.TimeoutExpired:
+            st.kill()
+            st.wait()
         t_dead = wait_gone(ctl, 0.3)
         if not t_dead:
             # The nth call was never reached during the activation: this syscall is covered.
@@ -165,7 +173,9 @@ for syscall in SYSCALLS:
         # A restart serves spawns with what was saved.
         ctl = start_controller()
         c = Conn(SOCK)
-        r = c.call("process.exec", {"callerCwd": WORK, "env": ["PATH=/usr/bin:/bin"], "argv": ["/bin/echo", "up"]})
+        # cwd "/": a pack backend runs the command in its own sandbox, where WORK is not.
+        r = c.call("process.exec", {"callerCwd": WORK, "cwd": "/", "env": ["PATH=/usr/bin:/bin"],
+                                    "argv": ["/bin/echo", "up"]})
         l = c.call("backend.list", {})
         c.close()
         if r.get("result", {}).get("stdout") != "up\n":

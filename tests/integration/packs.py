@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
@@ -339,6 +340,65 @@ t.ok(r.returncode == 0 and "reinstalled" in r.stdout, "install --replace upgrade
 gen, r = exec_env(c, "CORDON_TEST_GENERATION")
 t.ok(gen == r.get("result", {}).get("launcher"), "the running instance keeps serving across a reinstall", r)
 
+# 200 spawns while activations flip between two backends (builtin:auto and the pack's): none
+# fails, each reports the instance that made it (the pack's children carry its name), and once
+# the flipping stops no pack process or launcher of a replaced instance is left.
+def pack_processes():
+    """This test's pack processes (their path is under its state directory; other tests may run)."""
+    ps = subprocess.run(["ps", "-e", "-o", "pid=,args="], capture_output=True, text=True).stdout
+    return [l for l in ps.splitlines()
+            if l.split()[1:2] and l.split()[1] == os.path.join(INSTALLED, "cordon-test-pack")]
+
+
+# Before: the active pack instance's process, and one whose cleanup keeps failing (failAt=dispose
+# above, retried in the background).
+baseline = len(pack_processes())
+failures, served, mismatch, done = [], {}, [], threading.Event()
+
+
+def spawner():
+    k = Conn(SOCK)
+    for _ in range(200):
+        r = k.call("process.exec", base(argv=["/bin/sh", "-c", 'printf %s "$CORDON_TEST_GENERATION"']),
+                   timeout=60)
+        res = (r or {}).get("result")
+        if not res or res.get("exitCode") != 0:
+            failures.append(r)
+            continue
+        served[res["launcher"]] = served.get(res["launcher"], 0) + 1
+        if res["stdout"] != (res["launcher"] if res["launcher"].startswith(REF) else ""):
+            mismatch.append((res["launcher"], res["stdout"]))
+    k.close()
+    done.set()
+
+
+th = threading.Thread(target=spawner)
+th.start()
+flips, k = 0, Conn(SOCK)
+while not done.is_set():
+    r = k.call("backend.activate", {"backend": REF if flips % 2 == 0 else "builtin:auto"}, timeout=60)
+    flips += 1 if "result" in r else 0
+th.join(300)
+r = k.call("backend.activate", {"backend": REF}, timeout=60)
+k.close()
+kinds = {i.split("#")[0] for i in served}
+t.ok(failures == [] and flips >= 4, "200 spawns during %d activations between two backends: %d failed"
+     % (flips, len(failures)), failures[:3])
+t.ok(kinds == {REF, "builtin:auto"} and len(served) >= 4,
+     "served by %d instances of both backends" % len(served), served)
+t.ok(mismatch == [], "each pack-served process ran in the instance it reports", mismatch[:3])
+
+
+deadline = time.time() + 15
+while time.time() < deadline and len(pack_processes()) > baseline:
+    time.sleep(0.2)
+left = pack_processes()
+if len(left) != baseline:
+    with open(os.path.join(STATE, "controller.log"), errors="replace") as f:
+        left += [l.rstrip() for l in f if "pack process" in l or "dispos" in l or "lost" in l][-40:]
+t.ok(len(pack_processes()) == baseline,
+     "no pack process of a replaced instance is left (%d before, as after)" % baseline, "\n".join(left))
+
 # A restart restores the saved pack selection (with its settings and secret).
 c.close()
 stop_controller()
@@ -351,8 +411,7 @@ t.ok(tok == "configured" and r["result"]["launcher"] == inst, "…which serves, 
 
 # The pack process dies: its instance is lost, builtin:auto takes over.
 _, inst = active(c)
-ps = subprocess.run(["ps", "-e", "-o", "pid=,args="], capture_output=True, text=True).stdout
-pids = [int(l.split()[0]) for l in ps.splitlines() if l.split()[1:2] and l.split()[1].endswith("/cordon-test-pack")]
+pids = [int(l.split()[0]) for l in pack_processes()]
 for p in pids:
     os.kill(p, 9)
 deadline = time.time() + 10
