@@ -100,17 +100,9 @@ static int parse_secrets_file(const char *buf, size_t len, json_t **ret, struct 
 	_cleanup_json_ json_t *doc = NULL;
 	json_t *values = NULL, *fields;
 	const char *cipher = NULL, *rk;
-	uint64_t version;
 	int r;
 
-	r = ipc_json_parse_object(buf, len, &doc, err);
-	if (r < 0)
-		return r;
-	r = ipc_json_check_keys(doc, keys, "", err);
-	if (r < 0)
-		return r;
-	r = ipc_json_get_uint64(doc, "version", true, SECRETS_VERSION, SECRETS_VERSION, "",
-				&version, err);
+	r = backend_state_parse_doc(buf, len, keys, SECRETS_VERSION, &doc, err);
 	if (r < 0)
 		return r;
 	r = ipc_json_get_string(doc, "cipher", true, "", &cipher, err);
@@ -123,14 +115,14 @@ static int parse_secrets_file(const char *buf, size_t len, json_t **ret, struct 
 	if (r < 0)
 		return r;
 	json_object_foreach(values, rk, fields) {
-		char text[BACKEND_REF_TEXT_MAX], p[256];
-		struct backend_ref ref;
 		const char *fk;
+		char p[256];
 		json_t *v;
 
 		json_path_join(p, sizeof(p), "values", rk);
-		if (backend_ref_parse(rk, &ref) < 0 || ref_key(&ref, text) < 0 || !streq(text, rk))
-			return field_error_set(err, -EINVAL, p, NULL, "not a backend reference");
+		r = backend_state_check_ref_key(rk, p, err);
+		if (r < 0)
+			return r;
 		if (!json_is_object(fields))
 			return field_error_set(err, -EINVAL, p, NULL, "expected an object");
 		json_object_foreach(fields, fk, v) {

@@ -214,30 +214,21 @@ static int parse_settings_file(const char *buf, size_t len, json_t **ret, struct
 	_cleanup_json_ json_t *doc = NULL;
 	json_t *backends = NULL, *v;
 	const char *key;
-	uint64_t version;
 	int r;
 
-	r = ipc_json_parse_object(buf, len, &doc, err);
-	if (r < 0)
-		return r;
-	r = ipc_json_check_keys(doc, keys, "", err);
-	if (r < 0)
-		return r;
-	r = ipc_json_get_uint64(doc, "version", true, SETTINGS_VERSION, SETTINGS_VERSION, "",
-				&version, err);
+	r = backend_state_parse_doc(buf, len, keys, SETTINGS_VERSION, &doc, err);
 	if (r < 0)
 		return r;
 	r = ipc_json_get_object(doc, "backends", true, "", &backends, err);
 	if (r < 0)
 		return r;
 	json_object_foreach(backends, key, v) {
-		char text[BACKEND_REF_TEXT_MAX], p[256];
-		struct backend_ref ref;
+		char p[256];
 
 		json_path_join(p, sizeof(p), "backends", key);
-		if (backend_ref_parse(key, &ref) < 0 ||
-		    backend_ref_format(&ref, text, sizeof(text)) < 0 || !streq(text, key))
-			return field_error_set(err, -EINVAL, p, NULL, "not a backend reference");
+		r = backend_state_check_ref_key(key, p, err);
+		if (r < 0)
+			return r;
 		r = check_stored(v, p, err);
 		if (r < 0)
 			return r;

@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
+#include "controller/backend-descriptor.h"
 #include "controller/backend-state.h"
 
 static int check_owner_only(const struct stat *st, const char *path, const char *what,
@@ -126,6 +128,37 @@ int backend_state_file_read(const char *dir, const char *name, size_t max, char 
 	if (r < 0)
 		return field_error_set(err, r, "", NULL, "cannot read \"%s/%s\": %s", dir, name,
 				       r == -EFBIG ? "file too large" : strerror(-r));
+	return 0;
+}
+
+int backend_state_parse_doc(const char *buf, size_t len, const char *const *keys, uint64_t version,
+			    json_t **ret, struct field_error *err)
+{
+	_cleanup_json_ json_t *doc = NULL;
+	uint64_t v;
+	int r;
+
+	r = ipc_json_parse_object(buf, len, &doc, err);
+	if (r < 0)
+		return r;
+	r = ipc_json_check_keys(doc, keys, "", err);
+	if (r < 0)
+		return r;
+	r = ipc_json_get_uint64(doc, "version", true, version, version, "", &v, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(doc);
+	return 0;
+}
+
+int backend_state_check_ref_key(const char *key, const char *path, struct field_error *err)
+{
+	char text[BACKEND_REF_TEXT_MAX];
+	struct backend_ref ref;
+
+	if (backend_ref_parse(key, &ref) < 0 || backend_ref_format(&ref, text, sizeof(text)) < 0 ||
+	    !streq(text, key))
+		return field_error_set(err, -EINVAL, path, NULL, "not a backend reference");
 	return 0;
 }
 

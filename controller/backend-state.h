@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -31,6 +32,15 @@ int backend_state_dir_check(const char *dir, bool create, struct field_error *er
  * the controller's single-instance lock). Returns how many were removed, or -errno.
  */
 int backend_state_remove_stale(const char *dir);
+
+/*
+ * The frame of every versioned state file: a JSON object with exactly the keys of keys[] (NULL
+ * terminated) and "version" equal to version. *ret gets the document.
+ */
+int backend_state_parse_doc(const char *buf, size_t len, const char *const *keys, uint64_t version,
+			    json_t **ret, struct field_error *err);
+/* A key of a state file that names a backend must be its canonical text form (err names path). */
+int backend_state_check_ref_key(const char *key, const char *path, struct field_error *err);
 
 /* Parse a state file's text into the object a store keeps (err names what is wrong). */
 typedef int (*backend_state_parse_fn)(const char *buf, size_t len, json_t **ret,
