@@ -294,7 +294,10 @@ static void explain_network(struct explainer *e)
 	}
 	switch (p->net.mode) {
 	case POLICY_NETWORK_NONE:
-		layer(e, r, "network namespace: a new one with only loopback");
+		layer(e, r,
+		      "network namespace: not the host's, only loopback (in privileged mode one "
+		      "user's \"none\" sandboxes may share an empty one)");
+		layer(e, r, "seccomp (launcherd's floor): no socket of any family but AF_UNIX");
 		if (abi >= 1 &&
 		    require(e, r, abi >= 4, "landlock.net",
 			    "TCP rules need Landlock ABI 4, the launcher reports %u", abi))
