@@ -359,6 +359,47 @@ static const char *reply_type(const struct pending *p)
 	return json_string_value(json_object_get(p->reply, "type"));
 }
 
+/* A blocking request whose reply must be of type want: 0 with *ret_p (the caller removes it), or
+ * -errno with reterr filled from the error reply or the local failure. */
+static int request_expect(struct ctl_launcher *l, json_t *msg, const int *fds, size_t n_fds,
+			  const char *want, struct ctl_launcher_error *reterr,
+			  struct pending **ret_p)
+{
+	struct pending *p;
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	r = request(l, msg, fds, n_fds, &p);
+	if (r < 0) {
+		local_error(reterr, r, json_string_value(json_object_get(msg, "type")));
+		return r;
+	}
+	if (!streq_ptr(reply_type(p), want)) {
+		parse_error(p->reply, reterr);
+		r = ctl_launcher_error_to_errno(
+			json_string_value(json_object_get(p->reply, "code")));
+		pending_remove(l, p);
+		return r;
+	}
+	*ret_p = p;
+	return 0;
+}
+
+/* Send msg (its "seq" set here) for p, whose callback will take the reply; on failure p is
+ * removed. */
+static int send_async(struct ctl_launcher *l, json_t *msg, const int *fds, size_t n_fds,
+		      struct pending *p)
+{
+	int r = json_object_set_new(msg, "seq", json_integer(p->seq)) < 0 ? -ENOMEM : 0;
+
+	if (r >= 0)
+		r = ipc_frame_send_json(l->fd, msg, fds, n_fds, 0);
+	if (r < 0)
+		pending_remove(l, p);
+	return r;
+}
+
 static json_t *hello_msg(void)
 {
 	return json_pack("{s:s,s:i}", "type", "hello", "version", 1);
@@ -368,7 +409,6 @@ int ctl_launcher_hello_async(struct ctl_launcher *l, ctl_launcher_hello_cb cb, v
 {
 	_cleanup_json_ json_t *msg = hello_msg();
 	struct pending *p;
-	int r;
 
 	if (!msg)
 		return -ENOMEM;
@@ -377,12 +417,7 @@ int ctl_launcher_hello_async(struct ctl_launcher *l, ctl_launcher_hello_cb cb, v
 		return -ENOMEM;
 	p->hello_cb = cb;
 	p->userdata = userdata;
-	r = json_object_set_new(msg, "seq", json_integer(p->seq)) < 0 ? -ENOMEM : 0;
-	if (r >= 0)
-		r = ipc_frame_send_json(l->fd, msg, NULL, 0, 0);
-	if (r < 0)
-		pending_remove(l, p);
-	return r;
+	return send_async(l, msg, NULL, 0, p);
 }
 
 void ctl_launcher_cancel_hello(struct ctl_launcher *l, void *userdata)
@@ -412,21 +447,13 @@ int ctl_launcher_hello(struct ctl_launcher *l, json_t **ret_info, struct ctl_lau
 	struct pending *p;
 	int r;
 
-	if (!msg)
-		return -ENOMEM;
-	r = request(l, msg, NULL, 0, &p);
-	if (r < 0) {
-		local_error(reterr, r, "hello");
+	r = request_expect(l, msg, NULL, 0, "hello", reterr, &p);
+	if (r < 0)
 		return r;
-	}
-	if (!streq_ptr(reply_type(p), "hello")) {
-		parse_error(p->reply, reterr);
-		r = ctl_launcher_error_to_errno(
-			json_string_value(json_object_get(p->reply, "code")));
-	} else if (ret_info)
+	if (ret_info)
 		*ret_info = json_incref(p->reply);
 	pending_remove(l, p);
-	return r;
+	return 0;
 }
 
 static json_t *spawn_msg(json_t *plan)
@@ -439,32 +466,24 @@ int ctl_launcher_spawn(struct ctl_launcher *l, json_t *plan, const int *fds, siz
 {
 	_cleanup_json_ json_t *msg = spawn_msg(plan);
 	struct pending *p;
+	char *id;
 	int r;
 
-	if (!msg)
-		return -ENOMEM;
-	r = request(l, msg, fds, n_fds, &p);
-	if (r < 0) {
-		local_error(reterr, r, "spawn");
+	r = request_expect(l, msg, fds, n_fds, "spawned", reterr, &p);
+	if (r < 0)
 		return r;
+	if (p->n_fds < 1) {
+		local_error(reterr, -EPROTO, "spawned without a pidfd");
+		pending_remove(l, p);
+		return -EPROTO;
 	}
-	if (streq_ptr(reply_type(p), "spawned") && p->n_fds >= 1) {
-		char *id = strdup(json_string_value(json_object_get(p->reply, "sandbox")) ?: "");
-
-		if (!id)
-			r = -ENOMEM;
-		else {
-			*ret_sandbox = id;
-			*ret_pidfd = p->fds[0];
-			p->fds[0] = -1;
-		}
-	} else {
-		parse_error(p->reply, reterr);
-		r = ctl_launcher_error_to_errno(
-			json_string_value(json_object_get(p->reply, "code")));
+	id = strdup(json_string_value(json_object_get(p->reply, "sandbox")) ?: "");
+	if (id) {
+		*ret_sandbox = id;
+		*ret_pidfd = TAKE_FD(p->fds[0]);
 	}
 	pending_remove(l, p);
-	return r;
+	return id ? 0 : -ENOMEM;
 }
 
 int ctl_launcher_spawn_async(struct ctl_launcher *l, json_t *plan, const int *fds, size_t n_fds,
@@ -472,7 +491,6 @@ int ctl_launcher_spawn_async(struct ctl_launcher *l, json_t *plan, const int *fd
 {
 	_cleanup_json_ json_t *msg = spawn_msg(plan);
 	struct pending *p;
-	int r;
 
 	if (!msg)
 		return -ENOMEM;
@@ -481,12 +499,7 @@ int ctl_launcher_spawn_async(struct ctl_launcher *l, json_t *plan, const int *fd
 		return -ENOMEM;
 	p->spawn_cb = cb;
 	p->userdata = userdata;
-	r = json_object_set_new(msg, "seq", json_integer(p->seq)) < 0 ? -ENOMEM : 0;
-	if (r >= 0)
-		r = ipc_frame_send_json(l->fd, msg, fds, n_fds, 0);
-	if (r < 0)
-		pending_remove(l, p);
-	return r;
+	return send_async(l, msg, fds, n_fds, p);
 }
 
 int ctl_launcher_kill(struct ctl_launcher *l, const char *sandbox, int sig,
@@ -497,20 +510,11 @@ int ctl_launcher_kill(struct ctl_launcher *l, const char *sandbox, int sig,
 	struct pending *p;
 	int r;
 
-	if (!msg)
-		return -ENOMEM;
-	r = request(l, msg, NULL, 0, &p);
-	if (r < 0) {
-		local_error(reterr, r, "kill");
+	r = request_expect(l, msg, NULL, 0, "ok", reterr, &p);
+	if (r < 0)
 		return r;
-	}
-	if (!streq_ptr(reply_type(p), "ok")) {
-		parse_error(p->reply, reterr);
-		r = ctl_launcher_error_to_errno(
-			json_string_value(json_object_get(p->reply, "code")));
-	}
 	pending_remove(l, p);
-	return r;
+	return 0;
 }
 
 int ctl_launcher_wait_exit(struct ctl_launcher *l, const char *sandbox,
