@@ -437,6 +437,7 @@ int cli_cmd_backend(struct cli *cli, int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (streq(sub, "activate")) {
+		_cleanup_json_ json_t *view = NULL;
 		const char *ref;
 
 		if (i >= argc) {
@@ -445,7 +446,9 @@ int cli_cmd_backend(struct cli *cli, int argc, char **argv)
 		}
 		ref = argv[i++];
 		for (; i < argc; i++) {
+			_cleanup_free_ char *id = NULL;
 			const char *eq;
+			json_t *v;
 
 			if (!streq(argv[i], "--set") || i + 1 >= argc ||
 			    !(eq = strchr(argv[i + 1], '=')) || eq == argv[i + 1]) {
@@ -453,13 +456,19 @@ int cli_cmd_backend(struct cli *cli, int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			}
 			i++;
-			{
-				_cleanup_free_ char *id = strndup(argv[i], (size_t)(eq - argv[i]));
-
-				/* Values are strings here; the controller checks them against the
-				 * descriptor's types. */
-				json_object_set_new(settings, id, json_string(eq + 1));
+			/* The descriptor says each value's type (a number, a boolean). */
+			if (!view) {
+				r = call_simple(cli, "backend.settings.get",
+						json_pack("{s:s}", "backend", ref), &view,
+						"backend activate");
+				if (r != CLI_EXIT_OK)
+					return r;
 			}
+			id = strndup(argv[i], (size_t)(eq - argv[i]));
+			v = id ? cli_setting_value(view, ref, id, eq + 1) : NULL;
+			if (!v)
+				return id ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
+			json_object_set_new(settings, id, v);
 		}
 		r = call_simple(cli, "backend.activate",
 				json_pack("{s:s,s:O}", "backend", ref, "settings", settings),

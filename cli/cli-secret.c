@@ -195,17 +195,14 @@ static json_t *find_field(json_t *view, const char *id)
 	return NULL;
 }
 
-/*
- * A --set value as the field's type wants it: numbers and booleans parsed, anything that does
- * not parse sent as a string, so the controller's error names the field. NULL: refused here.
- */
-static json_t *typed_value(json_t *field, const char *id, const char *text, const char *ref)
+json_t *cli_setting_value(json_t *view, const char *ref, const char *id, const char *text)
 {
+	json_t *field = find_field(view, id);
 	const char *type = json_string_value(json_object_get(field, "type"));
 
 	if (streq_ptr(type, "secret")) {
 		fprintf(stderr,
-			"cordon: backend settings: %s is a secret: use 'cordon secret set %s %s' "
+			"cordon: %s is a secret: use 'cordon secret set %s %s' "
 			"(values never go on the command line)\n",
 			id, ref, id);
 		return NULL;
@@ -354,7 +351,7 @@ int cli_cmd_backend_settings(struct cli *cli, int argc, char **argv)
 			continue;
 		}
 		*eq = '\0';
-		v = typed_value(find_field(view, sets[i]), sets[i], eq + 1, ref);
+		v = cli_setting_value(view, ref, sets[i], eq + 1);
 		if (!v)
 			return CLI_EXIT_USAGE;
 		json_object_set_new(changes, sets[i], v);

@@ -73,6 +73,13 @@ int cli_cmd_pack(struct cli *cli, int argc, char **argv);
 int cli_call_simple(struct cli *cli, const char *method, json_t *params, json_t **ret,
 		    const char *what);
 /* `cordon backend settings REF …` (cli-secret.c); argv[0] is "settings". */
+/*
+ * A --set ID=VALUE as the type of field ID in view (a backend.settings.get answer) wants it:
+ * numbers and booleans parsed, anything that does not parse sent as a string, so the
+ * controller's error names the field. NULL (said why): a secret, which never goes on the
+ * command line. (cli-secret.c)
+ */
+json_t *cli_setting_value(json_t *view, const char *ref, const char *id, const char *text);
 int cli_cmd_backend_settings(struct cli *cli, int argc, char **argv);
 
 /* cli-interact.c: answer a request from the controller (host.interaction) on the terminal, or

@@ -306,8 +306,12 @@ r = call(c, "backend.activate", {"backend": REF, "settings": {"interaction": "no
 t.ok("result" in r, "back to no interaction", r)
 
 # ---------------------------------------------------------------- disable, remove, reinstall
-r = call(c, "backend.activate", {"backend": REF, "settings": {"prepareDelayMs": 7}})
-t.ok("result" in r, "activate with prepareDelayMs 7 (saved)", r)
+# Through the CLI: --set values take the descriptor's types; a secret is refused there.
+r = cli("backend", "activate", REF, "--set", "prepareDelayMs=7", "--set", "failAt=none")
+t.ok(r.returncode == 0 and "is active" in r.stdout,
+     "cordon backend activate --set prepareDelayMs=7 (a number field) activates (saved)", r)
+r = cli("backend", "activate", REF, "--set", "token=not-the-token")
+t.ok(r.returncode == 125 and "is a secret" in r.stderr, "…and --set of a secret is refused", r)
 r = cli("pack", "disable", PACK)
 t.ok(r.returncode == 0, "disabling the pack of the active backend succeeds", r)
 t.ok(active(c)[0] == "builtin:auto" and json.loads(saved() or "{}").get("backend") == "builtin:auto",
