@@ -52,6 +52,39 @@ static int simple_opts(struct cli *cli, int argc, char **argv, const char *usage
 		_o;                                                           \
 	})
 
+/*
+ * "[--json] [-h] SUB ARG..." of a command with subcommands: the index of SUB in subs[] (NULL
+ * terminated), with *ret_next the index of its first argument; or a negative code as
+ * simple_opts() returns one (usage printed).
+ */
+static int subcommand(struct cli *cli, int argc, char **argv, const char *usage_text,
+		      const char *cmd, const char *const *subs, int *ret_next)
+{
+	int i = simple_opts(cli, argc, argv, usage_text);
+
+	if (i < 0)
+		return i;
+	if (i >= argc) {
+		fprintf(stderr, "%s", usage_text);
+		return -CLI_EXIT_USAGE;
+	}
+	for (int k = 0; subs[k]; k++)
+		if (streq(argv[i], subs[k])) {
+			*ret_next = i + 1;
+			return k;
+		}
+	fprintf(stderr, "cordon: unknown %s command \"%s\"\n%s", cmd, argv[i], usage_text);
+	return -CLI_EXIT_USAGE;
+}
+
+#define SUBCOMMAND_OR_RETURN(cli, argc, argv, text, cmd, subs, next)          \
+	({                                                                    \
+		int _s = subcommand(cli, argc, argv, text, cmd, subs, next);  \
+		if (_s < 0)                                                   \
+			return _s == -CLI_EXIT_OK - 1000 ? CLI_EXIT_OK : -_s; \
+		_s;                                                           \
+	})
+
 /* Connect, call, report an error; on success *ret holds the result. */
 static int call_simple(struct cli *cli, const char *method, json_t *params, json_t **ret,
 		       const char *what)
@@ -306,20 +339,12 @@ int cli_cmd_policy(struct cli *cli, int argc, char **argv)
 		"check: validate FILE; errors name the JSON field and the reason.\n"
 		"explain: show which layer enforces each rule of FILE (default: the embedded\n"
 		"default policy) on this host, and what cannot be enforced.\n";
+	static const char *const subs[] = { "check", "explain", NULL };
 	_cleanup_json_ json_t *result = NULL, *params = json_object();
 	const char *sub;
 	int i, r;
 
-	i = OPTS_OR_RETURN(cli, argc, argv, usage_text);
-	if (i >= argc) {
-		fprintf(stderr, "%s", usage_text);
-		return CLI_EXIT_USAGE;
-	}
-	sub = argv[i++];
-	if (!streq(sub, "check") && !streq(sub, "explain")) {
-		fprintf(stderr, "cordon: unknown policy command \"%s\"\n%s", sub, usage_text);
-		return CLI_EXIT_USAGE;
-	}
+	sub = subs[SUBCOMMAND_OR_RETURN(cli, argc, argv, usage_text, "policy", subs, &i)];
 	if (i < argc) {
 		json_error_t je;
 		json_t *p = json_load_file(argv[i], JSON_REJECT_DUPLICATES, &je);
@@ -396,16 +421,12 @@ int cli_cmd_backend(struct cli *cli, int argc, char **argv)
 		"settings: show every setting of REF (value or default; secrets only as configured\n"
 		"or not), or change some; a change of the active backend is an activation.\n"
 		"Secrets are set with 'cordon secret set REF FIELD', never on the command line.\n";
+	static const char *const subs[] = { "list", "activate", "settings", NULL };
 	_cleanup_json_ json_t *result = NULL, *settings = json_object();
 	const char *sub;
 	int i, r;
 
-	i = OPTS_OR_RETURN(cli, argc, argv, usage_text);
-	if (i >= argc) {
-		fprintf(stderr, "%s", usage_text);
-		return CLI_EXIT_USAGE;
-	}
-	sub = argv[i++];
+	sub = subs[SUBCOMMAND_OR_RETURN(cli, argc, argv, usage_text, "backend", subs, &i)];
 	if (streq(sub, "settings"))
 		return cli_cmd_backend_settings(cli, argc - i + 1, argv + i - 1);
 	if (streq(sub, "list")) {
@@ -483,8 +504,7 @@ int cli_cmd_backend(struct cli *cli, int argc, char **argv)
 			       json_string_value(json_object_get(result, "launcher")));
 		return CLI_EXIT_OK;
 	}
-	fprintf(stderr, "cordon: unknown backend command \"%s\"\n%s", sub, usage_text);
-	return CLI_EXIT_USAGE;
+	return CLI_EXIT_USAGE; /* not reached: subs[] has no other */
 }
 
 int cli_cmd_net(struct cli *cli, int argc, char **argv)
