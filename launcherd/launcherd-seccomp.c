@@ -15,9 +15,12 @@
  *   - personality(): only PER_LINUX (ADDR_NO_RANDOMIZE and friends weaken ASLR; other
  *     personalities reach little-used compat code).
  *   - ioctl TIOCSTI / TIOCLINUX: typing into a terminal the sandbox shares with its caller.
- *   - socket(): AF_PACKET, SOCK_RAW / SOCK_PACKET, and netlink other than NETLINK_ROUTE (which
- *     libc's getaddrinfo uses to list local addresses; in the sandbox's own netns it only sees
- *     loopback). A plan can deny NETLINK_ROUTE too.
+ *   - socket(): every family but AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK — vsock, TIPC, CAN,
+ *     Bluetooth, AF_ALG, AF_PACKET and the rest are not scoped by the network namespace (vsock
+ *     reaches the host's agents from any netns) or reach little-used kernel code; SOCK_RAW /
+ *     SOCK_PACKET; netlink other than NETLINK_ROUTE (which libc's getaddrinfo uses to list
+ *     local addresses; in the sandbox's own netns it only sees loopback). A plan can deny
+ *     NETLINK_ROUTE too. socketpair() of any family but AF_UNIX.
  *   - network "none" (the UNIX-ONLY variant): socket() and socketpair() of every family but
  *     AF_UNIX. Such a sandbox has no use for an IP, netlink, packet, vsock or any other socket,
  *     and without them nothing of the network namespace it sits in is reachable: what lets
@@ -104,12 +107,28 @@ static int add_rules(scmp_filter_ctx ctx, uint32_t deny, bool unix_only)
 {
 	int r;
 
+	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	if (r < 0)
+		return r;
 	if (unix_only) {
 		r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
 		if (r < 0)
 			return r;
-		r = seccomp_rule_add(ctx, deny, SCMP_SYS(socketpair), 1,
-				     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	} else {
+		/* AF_UNIX 1, AF_INET 2, AF_INET6 10, AF_NETLINK 16 stay; the numbers between are
+		 * listed (libseccomp takes one comparison per argument), everything from AF_PACKET
+		 * (17) up is one rule. */
+		for (int family = AF_UNSPEC; family < AF_PACKET; family++) {
+			if (family == AF_UNIX || family == AF_INET || family == AF_INET6 ||
+			    family == AF_NETLINK)
+				continue;
+			r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1,
+					     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)family));
+			if (r < 0)
+				return r;
+		}
+		r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1,
+				     SCMP_A0(SCMP_CMP_GE, AF_PACKET));
 		if (r < 0)
 			return r;
 	}
@@ -155,9 +174,6 @@ static int add_rules(scmp_filter_ctx ctx, uint32_t deny, bool unix_only)
 	if (r < 0)
 		return r;
 
-	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
-	if (r < 0)
-		return r;
 	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
 			     SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
 	if (r < 0)

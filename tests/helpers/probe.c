@@ -237,30 +237,18 @@ static int try_raw_socket(void)
 	return refused("raw sockets");
 }
 
-/*
- * Every socket family but AF_UNIX ("sockets"): exits 0 when any of them could be created. A
- * family the kernel lacks counts as refused; AF_INET and AF_INET6 are always there.
- */
-static int try_sockets(void)
+struct sock_try {
+	int family, type, protocol;
+	const char *name;
+};
+
+/* Try each socket (and a TIPC socketpair): exits 0 when any could be made. A family the kernel
+ * lacks counts as refused. */
+static int try_socket_list(const struct sock_try *socks, size_t n_socks)
 {
-	static const struct {
-		int family, type, protocol;
-		const char *name;
-	} socks[] = {
-		{ AF_INET, SOCK_STREAM, 0, "AF_INET TCP" },
-		{ AF_INET, SOCK_DGRAM, 0, "AF_INET UDP" },
-		{ AF_INET, SOCK_DGRAM, IPPROTO_ICMP, "AF_INET ICMP (ping)" },
-		{ AF_INET6, SOCK_STREAM, 0, "AF_INET6 TCP" },
-		{ AF_INET6, SOCK_DGRAM, 0, "AF_INET6 UDP" },
-		{ AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, "AF_NETLINK route" },
-		{ AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT, "AF_NETLINK uevent" },
-		{ AF_PACKET, SOCK_DGRAM, 0, "AF_PACKET" },
-		{ AF_VSOCK, SOCK_STREAM, 0, "AF_VSOCK" },
-		{ AF_TIPC, SOCK_RDM, 0, "AF_TIPC" },
-	};
 	int sv[2], n = 0;
 
-	for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
+	for (size_t i = 0; i < n_socks; i++) {
 		int fd = socket(socks[i].family, socks[i].type | SOCK_CLOEXEC, socks[i].protocol);
 
 		if (fd >= 0) {
@@ -275,6 +263,37 @@ static int try_sockets(void)
 		n++;
 	}
 	return n ? 0 : 1;
+}
+
+/* Every socket family but AF_UNIX ("sockets"); AF_INET and AF_INET6 are always there. */
+static int try_sockets(void)
+{
+	static const struct sock_try socks[] = {
+		{ AF_INET, SOCK_STREAM, 0, "AF_INET TCP" },
+		{ AF_INET, SOCK_DGRAM, 0, "AF_INET UDP" },
+		{ AF_INET, SOCK_DGRAM, IPPROTO_ICMP, "AF_INET ICMP (ping)" },
+		{ AF_INET6, SOCK_STREAM, 0, "AF_INET6 TCP" },
+		{ AF_INET6, SOCK_DGRAM, 0, "AF_INET6 UDP" },
+		{ AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, "AF_NETLINK route" },
+		{ AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT, "AF_NETLINK uevent" },
+		{ AF_PACKET, SOCK_DGRAM, 0, "AF_PACKET" },
+		{ AF_VSOCK, SOCK_STREAM, 0, "AF_VSOCK" },
+		{ AF_TIPC, SOCK_RDM, 0, "AF_TIPC" },
+	};
+
+	return try_socket_list(socks, sizeof(socks) / sizeof(socks[0]));
+}
+
+/* Families the network namespace does not scope, or little-used ones ("sockets-exotic"). */
+static int try_sockets_exotic(void)
+{
+	static const struct sock_try socks[] = {
+		{ AF_VSOCK, SOCK_STREAM, 0, "AF_VSOCK" }, { AF_TIPC, SOCK_RDM, 0, "AF_TIPC" },
+		{ AF_ALG, SOCK_SEQPACKET, 0, "AF_ALG" },  { AF_CAN, SOCK_DGRAM, 0, "AF_CAN" },
+		{ AF_KEY, SOCK_RAW, 2, "AF_KEY" },	  { AF_RDS, SOCK_SEQPACKET, 0, "AF_RDS" },
+	};
+
+	return try_socket_list(socks, sizeof(socks) / sizeof(socks[0]));
 }
 
 /* Helper ("netns"): print our network namespace ("net:[N]"). */
@@ -477,6 +496,8 @@ int main(int argc, char **argv)
 		return try_abstract(a);
 	if (!strcmp(cmd, "raw-socket"))
 		return try_raw_socket();
+	if (!strcmp(cmd, "sockets-exotic"))
+		return try_sockets_exotic();
 	if (!strcmp(cmd, "sockets"))
 		return try_sockets();
 	if (!strcmp(cmd, "netns"))

@@ -7,7 +7,7 @@
 . "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
 ld_require_root
 ld_start
-plan 14
+plan 16
 
 abi=$("$LP" --socket "$T/ld.sock" --hello 2>&1 | jq -r .landlockAbi 2>/dev/null)
 host_ns=$(readlink /proc/self/ns/net)
@@ -20,6 +20,22 @@ jq '.network = "loopback"' "$T/lo.json" >"$T/lo2.json"
 ld_run $STD_FDS "$T/lo2.json" >"$T/lo.out" 2>&1
 check "control: in a \"loopback\" sandbox AF_INET is allowed" test $? = 0
 
+# Every mode: families the network namespace does not scope (vsock reaches the host's agents
+# from any netns) or little-used ones (TIPC, AF_ALG, CAN, AF_KEY, RDS) are refused.
+if "$HELPERS/probe" sockets-exotic >"$T/host-exotic.out" 2>&1; then
+	ok "control: on the host the exotic-socket probe succeeds ($(grep -c SUCCEEDED "$T/host-exotic.out") families)"
+	jq '.argv = ["/probe/probe", "sockets-exotic"]' "$T/lo2.json" >"$T/lo3.json"
+	ld_run $STD_FDS "$T/lo3.json" >"$T/lo3.out" 2>&1
+	rc=$?
+	if [ "$rc" = 1 ] && [ "$(json_field exitCode)" = 1 ]; then
+		ok "loopback: no vsock, TIPC, AF_ALG, CAN, AF_KEY or RDS socket"
+	else
+		not_ok "loopback: an exotic socket family was allowed (rc $rc): $(grep SUCCEEDED "$T/lo3.out")"
+	fi
+else
+	ok "# SKIP this kernel offers none of the exotic families"
+	ok "# SKIP (idem)"
+fi
 probe_refused "none, root: no socket family but AF_UNIX (TCP, UDP, ICMP, netlink, packet, vsock, …)" -- sockets
 probe_refused "none, user $TEST_USER1: no socket family but AF_UNIX" --user $TEST_USER1 -- sockets
 probe_refused "none, user mode: no socket family but AF_UNIX" --user-mode --user $TEST_USER1 -- sockets
