@@ -153,7 +153,7 @@ const struct backend_ops *controller_backend_find(struct controller *c, const ch
 	if (startswith(ref, "pack:"))
 		return controller_pack_backend_find(c, ref);
 #ifdef CORDON_TEST_HOOKS
-	/* The test build only (controller-backend-test.c). */
+	/* The test build only (tests/helpers/controller-backend-test.c). */
 	if (streq(ref, "builtin:test"))
 		return &backend_test_ops;
 #endif

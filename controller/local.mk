@@ -81,7 +81,7 @@ cordon_controller_SOURCES += \
 ## backend with a setting of every type, and the test.interaction method). Never installed.
 check_PROGRAMS += tests/helpers/cordon-controller-test
 tests_helpers_cordon_controller_test_SOURCES = $(cordon_controller_SOURCES) \
-	%reldir%/controller-backend-test.c
+	tests/helpers/controller-backend-test.c
 tests_helpers_cordon_controller_test_CFLAGS = $(cordon_controller_CFLAGS) -DCORDON_TEST_HOOKS=1
 tests_helpers_cordon_controller_test_LDADD = $(cordon_controller_LDADD)
 TESTS += tests/integration/settings-secrets.sh
