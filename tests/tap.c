@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/system.h"
 #include "common/util.h"
 #include "tests/tap.h"
 
@@ -198,6 +199,24 @@ char **tap_list_files(const char *dir, const char *suffix)
 	}
 	qsort(l, n, sizeof(char *), cmp_str);
 	return TAKE_PTR(l);
+}
+
+char *tap_read_expect(const char *path, const char **ret_field, const char **ret_reason)
+{
+	_cleanup_free_ char *epath = strdup_printf("%.*s.expect", (int)(strlen(path) - 5), path);
+	char *expect = NULL, *nl;
+
+	if (!epath || read_full_file(epath, 4096, &expect, NULL) < 0)
+		bail("missing %s", epath ? epath : "expect file");
+	nl = strchr(expect, '\n');
+	if (!nl)
+		bail("%s: want two lines", epath);
+	*nl = '\0';
+	if (endswith(nl + 1, "\n"))
+		nl[strlen(nl + 1)] = '\0';
+	*ret_field = expect;
+	*ret_reason = nl + 1;
+	return expect;
 }
 
 int tap_dir_entries(const char *dir)

@@ -28,6 +28,12 @@ const char *tap_srcdir(void);
 char *tap_path_in(const char *dir, const char *name);
 /* The sorted names in dir ending in suffix, NULL-terminated (free with strv_free). */
 char **tap_list_files(const char *dir, const char *suffix);
+/*
+ * The ".expect" sidecar of an invalid fixture (path ends in ".json"): line 1 the field, line 2
+ * the reason, returned as one malloc'd buffer that *ret_field points into (free it); bails when
+ * the sidecar is missing or has no second line.
+ */
+char *tap_read_expect(const char *path, const char **ret_field, const char **ret_reason);
 /* Entries of dir other than "." and "..", or -errno. */
 int tap_dir_entries(const char *dir);
 /* Remove dir and everything below it (no symlink is followed); -errno on failure. */

@@ -27,26 +27,17 @@ static void test_invalid(void)
 	ok(strv_length(names) >= 40, "at least 40 invalid fixtures (%zu)", strv_length(names));
 	for (char **n = names; *n; n++) {
 		_cleanup_free_ char *path = strdup_printf("%s/%s", dir, *n), *expect = NULL;
-		_cleanup_free_ char *epath = NULL;
 		_cleanup_policy_ struct policy *p = NULL;
 		struct field_error err = { "", "" };
-		char *nl;
+		const char *field, *reason;
 		int r;
 
-		epath = strdup_printf("%.*s.expect", (int)(strlen(path) - 5), path);
-		if (!epath || read_full_file(epath, 4096, &expect, NULL) < 0)
-			bail("missing %s", epath ? epath : "expect file");
-		nl = strchr(expect, '\n');
-		if (!nl)
-			bail("%s: want two lines", epath);
-		*nl = '\0';
-		if (endswith(nl + 1, "\n"))
-			nl[strlen(nl + 1)] = '\0';
+		expect = tap_read_expect(path, &field, &reason);
 
 		r = policy_parse_file(path, &p, &err);
 		ok(r < 0 && !p, "%s is refused (%d)", *n, r);
-		is_str(expect, err.field, "%s: field", *n);
-		is_str(nl + 1, err.reason, "%s: reason", *n);
+		is_str(field, err.field, "%s: field", *n);
+		is_str(reason, err.reason, "%s: reason", *n);
 	}
 }
 
