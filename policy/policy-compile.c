@@ -319,6 +319,27 @@ static int collect_binds(struct compiler *c)
 	return 0;
 }
 
+/*
+ * Open b's source with flags. A path that is not there (or, followed, leads nowhere: ELOOP) marks
+ * a skippable bind absent and is an error naming the field for any other.
+ */
+static int open_source(struct compiler *c, struct bind *b, int flags)
+{
+	int r = host_open(&c->host, b->host, flags, &b->fd);
+
+	if (r == -ENOENT || r == -ENOTDIR || (r == -ELOOP && !(flags & O_NOFOLLOW))) {
+		if (!b->skippable)
+			return field_error_set(c->err, -ENOENT, b->field, NULL,
+					       "\"%s\" does not exist", b->host);
+		b->absent = true;
+		return 0;
+	}
+	if (r < 0)
+		return field_error_set(c->err, r, b->field, NULL, "cannot open \"%s\": %s", b->host,
+				       strerror(-r));
+	return 0;
+}
+
 static int open_binds(struct compiler *c)
 {
 	int r;
@@ -330,17 +351,11 @@ static int open_binds(struct compiler *c)
 		struct stat st;
 		ssize_t n;
 
-		r = host_open(&c->host, b->host, O_PATH | O_NOFOLLOW, &b->fd);
-		if (r == -ENOENT || r == -ENOTDIR) {
-			if (!b->skippable)
-				return field_error_set(c->err, -ENOENT, b->field, NULL,
-						       "\"%s\" does not exist", b->host);
-			b->absent = true;
-			continue;
-		}
+		r = open_source(c, b, O_PATH | O_NOFOLLOW);
 		if (r < 0)
-			return field_error_set(c->err, r, b->field, NULL, "cannot open \"%s\": %s",
-					       b->host, strerror(-r));
+			return r;
+		if (b->absent)
+			continue;
 		if (fstat(b->fd, &st) < 0)
 			return negative_errno();
 		if (!S_ISLNK(st.st_mode))
@@ -388,17 +403,9 @@ static int open_binds(struct compiler *c)
 		free(b->link);
 		b->link = NULL;
 		b->followed = true;
-		r = host_open(&c->host, b->host, O_PATH, &b->fd);
-		if (r == -ENOENT || r == -ENOTDIR || r == -ELOOP) {
-			if (!b->skippable)
-				return field_error_set(c->err, -ENOENT, b->field, NULL,
-						       "\"%s\" does not exist", b->host);
-			b->absent = true;
-			continue;
-		}
+		r = open_source(c, b, O_PATH);
 		if (r < 0)
-			return field_error_set(c->err, r, b->field, NULL, "cannot open \"%s\": %s",
-					       b->host, strerror(-r));
+			return r;
 	}
 	return 0;
 }
