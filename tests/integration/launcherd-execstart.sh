@@ -7,31 +7,8 @@
 # SOCK_SEQPACKET, reporting the caller's uid and exactly the shipped floor.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
+. "$top_srcdir/tests/integration/tap-lib.sh"
 
-must_work=${CORDON_MUST_WORK:-0}
-skip_all() {
-	if [ "$must_work" = 1 ]; then
-		echo "1..1"
-		echo "not ok 1 - $1 (CORDON_MUST_WORK=1)"
-		exit 1
-	fi
-	echo "1..0 # SKIP $1"
-	exit 0
-}
-n=0
-failed=0
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=1
-	fi
-}
-diag() {
-	printf '%s\n' "$@" | sed 's/^/# /'
-}
 
 unit="$top_builddir/systemd/cordon-launcherd.service"
 launcherd="$top_builddir/cordon-launcherd"
@@ -137,4 +114,4 @@ else
 	for _ in 1 2 3; do ok 1 "systemd-socket-activate missing (package systemd)"; done
 fi
 
-exit $failed
+done_testing

@@ -15,17 +15,8 @@
 # failure.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
+. "$top_srcdir/tests/integration/tap-lib.sh"
 
-must_work=${CORDON_MUST_WORK:-0}
-skip_all() {
-	if [ "$must_work" = 1 ]; then
-		echo "1..1"
-		echo "not ok 1 - $1 (CORDON_MUST_WORK=1)"
-		exit 1
-	fi
-	echo "1..0 # SKIP $1"
-	exit 0
-}
 
 for tool in curl python3 openssl; do
 	command -v "$tool" >/dev/null 2>&1 || skip_all "$tool not found (Debian: apt-get install $tool)"
@@ -48,20 +39,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-n=0
-failed=0
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=1
-	fi
-}
-diag() {
-	printf '%s\n' "$@" | sed 's/^/# /'
-}
 # Wait until file exists and is not empty (10 s).
 wait_file() {
 	i=0
@@ -442,4 +419,4 @@ ok $? "... and is served once one ends" || diag "$out"
 echo quit >&9
 exec 9>&-
 
-exit $failed
+done_testing
