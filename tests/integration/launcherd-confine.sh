@@ -82,36 +82,6 @@ run_probes() {
 }
 
 chmod 0644 "$T/deny-kill.bpf"
-# The plan must name fd 6 for the seccomp variant: patch probe_refused's plan on the fly.
-probe_refused() {
-	desc=$1
-	shift
-	opts=
-	extra=
-	# Mode options (--user U, --user-mode) go first, fd options after the standard fds.
-	while [ "$1" != "--" ]; do
-		case "$1" in
-		--user) opts="$opts $1 $2"; shift ;;
-		--user-mode) opts="$opts $1" ;;
-		*) extra="$extra $1" ;;
-		esac
-		shift
-	done
-	shift
-	make_plan "$T/p.json" "$(printf '%s\n' "$@" | jq -R . | jq -s -c '["/probe/probe"] + .')"
-	case "$extra" in
-	*--seccomp*) jq '.seccomp = {"program": 6}' "$T/p.json" >"$T/p2.json" && mv "$T/p2.json" "$T/p.json" ;;
-	esac
-	# shellcheck disable=SC2086
-	ld_run $opts $STD_FDS $extra "$T/p.json" >"$T/probe.out" 2>&1
-	rc=$?
-	if [ "$rc" = 1 ] && [ "$(json_field type)/$(json_field exitCode)" = exit/1 ]; then
-		ok "$desc"
-	else
-		not_ok "$desc (probe exit $rc: $(head -3 "$T/probe.out"))"
-		[ -f "$T/result.json" ] && diag "$(cat "$T/result.json")"
-	fi
-}
 
 run_probes "privileged, root requester"
 run_probes "privileged, user $TEST_USER1" --user $TEST_USER1

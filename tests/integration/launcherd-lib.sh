@@ -199,6 +199,13 @@ probe_refused() {
 	done
 	shift
 	make_plan "$T/p.json" "$(printf '%s\n' "$@" | jq -R . | jq -s -c '["/probe/probe"] + .')"
+	# A "--seccomp N=FILE" fd is the plan's own seccomp program.
+	case "$extra" in
+	*--seccomp\ *)
+		n=${extra#*--seccomp }
+		jq ".seccomp = {\"program\": ${n%%=*}}" "$T/p.json" >"$T/p2.json" && mv "$T/p2.json" "$T/p.json"
+		;;
+	esac
 	# shellcheck disable=SC2086
 	ld_run $opts $STD_FDS $extra "$T/p.json" >"$T/probe.out" 2>&1
 	rc=$?
