@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-stats.h"
 #include "common/json-cleanup.h"
 #include "common/paths.h"
 #include "ipc/ipc-jsonrpc.h"
@@ -44,29 +45,6 @@ struct shared {
 	volatile long failed; /* activations that returned an error */
 	double wall_us[4096]; /* wall time of each completed activation (first 4096) */
 };
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double quantile(double *v, size_t n, double q)
-{
-	if (n == 0)
-		return 0;
-	qsort(v, n, sizeof(double), cmp_double);
-	return v[(size_t)(q * (double)(n - 1) + 0.5)];
-}
 
 static struct jsonrpc_conn *connect_to(const char *path)
 {
@@ -135,12 +113,12 @@ static void activator(const char *path, const char *backend, struct shared *sh)
 			continue;
 		}
 		sh->busy = 1;
-		t0 = now_us();
+		t0 = bench_now_us();
 		r = call(conn, id++, "backend.activate", json_pack("{s:s}", "backend", backend));
 		if (!r)
 			sh->failed++;
 		else if (sh->done < (long)(sizeof(sh->wall_us) / sizeof(sh->wall_us[0])))
-			sh->wall_us[sh->done] = now_us() - t0;
+			sh->wall_us[sh->done] = bench_now_us() - t0;
 		if (r)
 			sh->done++;
 		json_decref(r);
@@ -151,14 +129,14 @@ static void activator(const char *path, const char *backend, struct shared *sh)
 
 static double exec_once(struct jsonrpc_conn *conn, json_int_t id, const char *cwd)
 {
-	double t0 = now_us();
+	double t0 = bench_now_us();
 	json_t *r = call(conn, id, "process.exec",
 			 json_pack("{s:[s],s:s}", "argv", "/bin/true", "callerCwd", cwd));
 
 	if (!r || json_integer_value(json_object_get(r, "exitCode")) != 0)
 		exit(1);
 	json_decref(r);
-	return now_us() - t0;
+	return bench_now_us() - t0;
 }
 
 /* utime + stime of pid, in microseconds. */
@@ -296,14 +274,14 @@ int main(int argc, char **argv)
 	printf("backend %s, %zu pairs, %ld activations (%ld failed)\n", backend, pairs, act1 - act0,
 	       sh->failed);
 	printf("%-34s %10s %10s\n", "", "median_us", "p90_us");
-	printf("%-34s %10.0f %10.0f\n", "process.exec, idle", quantile(idle, pairs, 0.5),
-	       quantile(idle, pairs, 0.9));
+	printf("%-34s %10.0f %10.0f\n", "process.exec, idle", bench_quantile(idle, pairs, 0.5),
+	       bench_quantile(idle, pairs, 0.9));
 	printf("%-34s %10.0f %10.0f\n", "process.exec, during activations",
-	       quantile(busy, pairs, 0.5), quantile(busy, pairs, 0.9));
+	       bench_quantile(busy, pairs, 0.5), bench_quantile(busy, pairs, 0.9));
 	printf("%-34s %10.0f %10.0f\n", "backend.activate (wall, client)",
-	       quantile(sh->wall_us, n_wall, 0.5), quantile(sh->wall_us, n_wall, 0.9));
+	       bench_quantile(sh->wall_us, n_wall, 0.5), bench_quantile(sh->wall_us, n_wall, 0.9));
 	printf("median paired ratio busy/idle: %.3f (target <= 1.2)\n",
-	       quantile(ratio, pairs, 0.5));
+	       bench_quantile(ratio, pairs, 0.5));
 	if (ctl > 0 && cpu0 >= 0 && cpu1 >= 0)
 		printf("controller CPU per activation: %.2f ms over %d back-to-back activations "
 		       "(target < 10)\n",

@@ -22,34 +22,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-stats.h"
 #include "common/json-cleanup.h"
 #include "common/paths.h"
 #include "ipc/ipc-jsonrpc.h"
 
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n, double q)
-{
-	qsort(v, n, sizeof(double), cmp_double);
-	return v[(size_t)(q * (double)(n - 1) + 0.5)];
-}
-
 static double fork_exec(const char *prog)
 {
-	double t0 = now_us();
+	double t0 = bench_now_us();
 	pid_t pid = fork();
 	int status;
 
@@ -61,7 +41,7 @@ static double fork_exec(const char *prog)
 		_exit(127);
 	}
 	waitpid(pid, &status, 0);
-	return now_us() - t0;
+	return bench_now_us() - t0;
 }
 
 static struct jsonrpc_conn *connect_to(const char *path)
@@ -92,14 +72,14 @@ static double rpc_exec(struct jsonrpc_conn *conn, json_int_t id, const char *cwd
 	int fds[IPC_MAX_FDS];
 	size_t n_fds;
 	struct field_error fe;
-	double t0 = now_us(), t;
+	double t0 = bench_now_us(), t;
 
 	if (jsonrpc_conn_send_wait(conn, req, NULL, 0) < 0 ||
 	    jsonrpc_conn_recv(conn, &msg, fds, &n_fds, -1, &fe) <= 0) {
 		fprintf(stderr, "bench-exec: the controller went away\n");
 		exit(1);
 	}
-	t = now_us() - t0;
+	t = bench_now_us() - t0;
 	if (!json_object_get(msg, "result") ||
 	    json_integer_value(json_object_get(json_object_get(msg, "result"), "exitCode"))) {
 		char *s = json_dumps(msg, 0);
@@ -155,15 +135,16 @@ int main(int argc, char **argv)
 			d[k][r] = a[k][r] - b[r * n_sockets + k];
 		}
 	printf("%-22s %10s %10s %16s\n", "", "median_us", "p90_us", "paired_diff_us");
-	printf("%-22s %10.0f %10.0f\n", "fork+exec /bin/true", median(b, rounds * n_sockets, 0.5),
-	       median(b, rounds * n_sockets, 0.9));
+	printf("%-22s %10.0f %10.0f\n", "fork+exec /bin/true",
+	       bench_quantile(b, rounds * n_sockets, 0.5),
+	       bench_quantile(b, rounds * n_sockets, 0.9));
 	for (size_t k = 0; k < n_sockets; k++) {
 		char name[32];
 
 		snprintf(name, sizeof(name), n_sockets > 1 ? "process.exec [%zu]" : "process.exec",
 			 k + 1);
-		printf("%-22s %10.0f %10.0f %16.0f\n", name, median(a[k], rounds, 0.5),
-		       median(a[k], rounds, 0.9), median(d[k], rounds, 0.5));
+		printf("%-22s %10.0f %10.0f %16.0f\n", name, bench_quantile(a[k], rounds, 0.5),
+		       bench_quantile(a[k], rounds, 0.9), bench_quantile(d[k], rounds, 0.5));
 		jsonrpc_conn_free(conn[k]);
 	}
 	if (n_sockets > 1)

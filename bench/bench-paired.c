@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-stats.h"
+
 #define MAX_CMDS 8
 
 struct cmd {
@@ -28,38 +30,9 @@ struct cmd {
 	double *samples; /* microseconds */
 };
 
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double quantile(const double *v, size_t n, double q)
-{
-	double *c = malloc(n * sizeof(double));
-	double r;
-
-	if (!c)
-		abort();
-	memcpy(c, v, n * sizeof(double));
-	qsort(c, n, sizeof(double), cmp_double);
-	r = c[(size_t)(q * (double)(n - 1) + 0.5)];
-	free(c);
-	return r;
-}
-
 static double run_once(struct cmd *c)
 {
-	double t0 = now_us();
+	double t0 = bench_now_us();
 	int status;
 	pid_t pid = fork();
 
@@ -85,7 +58,7 @@ static double run_once(struct cmd *c)
 		fprintf(stderr, "bench-paired: \"%s\" failed (status 0x%x)\n", c->name, status);
 		exit(1);
 	}
-	return now_us() - t0;
+	return bench_now_us() - t0;
 }
 
 int main(int argc, char **argv)
@@ -143,8 +116,9 @@ int main(int argc, char **argv)
 		for (size_t r = 0; r < rounds; r++)
 			ratios[r] = cmds[k].samples[r] / cmds[0].samples[r];
 		printf("%-14s %10.0f %10.0f %14.2f\n", cmds[k].name,
-		       quantile(cmds[k].samples, rounds, 0.5),
-		       quantile(cmds[k].samples, rounds, 0.9), quantile(ratios, rounds, 0.5));
+		       bench_quantile(cmds[k].samples, rounds, 0.5),
+		       bench_quantile(cmds[k].samples, rounds, 0.9),
+		       bench_quantile(ratios, rounds, 0.5));
 		free(ratios);
 	}
 	return 0;

@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/bench-stats.h"
 #include "common/cleanup.h"
 #include "common/event.h"
 #include "common/system.h"
@@ -194,19 +195,6 @@ static struct cpu cpu_now(pid_t server, pid_t proxy)
 	return (struct cpu){ { cpu_ns(getpid()), cpu_ns(server), cpu_ns(proxy) } };
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static double echo_once(int fd, unsigned long long t0)
 {
 	char c;
@@ -322,8 +310,8 @@ int main(int argc, char **argv)
 	printf("throughput (%u MiB, %u paired rounds, %zu-byte buffers, %s %zu): direct %.0f MiB/s, "
 	       "proxy %.0f MiB/s, median ratio %.3f\n",
 	       mib, rounds, buffer_size, copy_only ? "copying, no pipes" : "splice, pipes up to",
-	       copy_only ? (size_t)0 : pipe_max, median(direct, rounds), median(proxied, rounds),
-	       median(ratio, rounds));
+	       copy_only ? (size_t)0 : pipe_max, bench_median(direct, rounds),
+	       bench_median(proxied, rounds), bench_median(ratio, rounds));
 	/* Where the time goes: CPU ms per GiB moved, per process (2 paths × rounds transfers). */
 	double gib = (double)bytes * rounds / (double)(1ULL << 30);
 
@@ -335,7 +323,8 @@ int main(int argc, char **argv)
 	       (cpu[1][0] + cpu[1][1] + cpu[1][2]) / 1e6 / gib);
 	printf("connect + 1-byte echo (%u paired): direct %.1f us, through CONNECT %.1f us, "
 	       "median added %.1f us\n",
-	       connects, median(ld, connects), median(lp, connects), median(added, connects));
+	       connects, bench_median(ld, connects), bench_median(lp, connects),
+	       bench_median(added, connects));
 
 	(void)kill(spid, SIGTERM);
 	(void)kill(ppid, SIGTERM);

@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/bench-stats.h"
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
@@ -62,19 +63,6 @@ static const char floor_text[] = "{\"maxNetwork\":\"host\"}\n";
 static const char *bwrap_path = "/usr/bin/bwrap";
 static json_t *plan;
 static int usr_fd = -1;
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-	qsort(v, n, sizeof(double), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static double now_ms(void)
 {
@@ -366,12 +354,13 @@ int main(int argc, char **argv)
 	}
 
 	printf("latency, request -> reaped, /bin/true, %d paired rounds (medians)\n", rounds);
-	printf("  fork+exec            %7.3f ms\n", median(t_plain, (size_t)rounds));
-	printf("  bwrap --unshare-all  %7.3f ms\n", median(t_bwrap, (size_t)rounds));
-	printf("  launcherd (full)     %7.3f ms\n", median(t_ld, (size_t)rounds));
-	printf("  launcherd / bwrap    %7.3f     (target <= 0.6)\n", median(ratio, (size_t)rounds));
+	printf("  fork+exec            %7.3f ms\n", bench_median(t_plain, (size_t)rounds));
+	printf("  bwrap --unshare-all  %7.3f ms\n", bench_median(t_bwrap, (size_t)rounds));
+	printf("  launcherd (full)     %7.3f ms\n", bench_median(t_ld, (size_t)rounds));
+	printf("  launcherd / bwrap    %7.3f     (target <= 0.6)\n",
+	       bench_median(ratio, (size_t)rounds));
 	printf("  launcherd - fork+exec %6.3f ms  (target <= 1.0 ms)\n",
-	       median(diff, (size_t)rounds));
+	       bench_median(diff, (size_t)rounds));
 	fflush(stdout);
 
 	{
