@@ -24,7 +24,8 @@ TESTS += tests/integration/controller-rpc.sh
 EXTRA_DIST += \
 	tests/integration/controller-rpc.sh \
 	tests/integration/controller-rpc.py \
-	tests/helpers/rpc.py
+	tests/helpers/rpc.py \
+	tests/helpers/ctl.py
 man_MANS += docs/man/cordon.1
 TESTS += tests/integration/man-cordon.sh
 EXTRA_DIST += docs/man/cordon.1 tests/integration/man-cordon.sh

@@ -15,40 +15,15 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
+from ctl import STATE, SOCK, start_controller, wait_gone  # noqa: E402
 from rpc import Conn, Tap  # noqa: E402
 
-CORDON = os.path.join(os.environ["top_builddir"], "cordon")
-RUN = os.environ["XDG_RUNTIME_DIR"]
-STATE = os.path.join(os.environ["XDG_STATE_HOME"], "cordon")
-SOCK = os.path.join(RUN, "cordon", "controller.sock")
 WORK = os.environ["WORK"]
 TEST_TMP = os.environ["TEST_TMP"]
 # The candidate: a pack backend when the test pack is installed by the caller, else builtin:auto.
 CANDIDATE = json.loads(os.environ.get("CRASH_CANDIDATE", '{"backend":"builtin:auto"}'))
 SYSCALLS = os.environ.get("CRASH_SYSCALLS", "openat,write,fsync,rename,sendmsg,close").split(",")
 t = Tap()
-
-
-def start_controller():
-    subprocess.run([CORDON, "ps"], capture_output=True, check=True)
-    with open(SOCK + ".lock") as f:
-        return int(f.readline())
-
-
-def alive(pid):
-    """Running (a zombie waiting for whoever reaps orphans here counts as dead)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_gone(pid, seconds=10):
-    deadline = time.time() + seconds
-    while time.time() < deadline and alive(pid):
-        time.sleep(0.02)
-    return not alive(pid)
 
 
 def ours(name):

@@ -10,12 +10,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
+from ctl import CORDON, STATE, SOCK, saved, start_controller, stop_controller  # noqa: E402
 from rpc import Conn, Tap  # noqa: E402
 
-CORDON = os.path.join(os.environ["top_builddir"], "cordon")
-RUN = os.environ["XDG_RUNTIME_DIR"]
-STATE = os.path.join(os.environ["XDG_STATE_HOME"], "cordon")
-SOCK = os.path.join(RUN, "cordon", "controller.sock")
 WORK = os.environ["WORK"]
 t = Tap()
 
@@ -29,30 +26,6 @@ def base(**kw):
 def active(c):
     r = c.call("backend.list", {})
     return r["result"]["active"], [b.get("launcher") for b in r["result"]["backends"] if b["active"]][0]
-
-
-def saved():
-    try:
-        with open(os.path.join(STATE, "active.json")) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def start_controller():
-    subprocess.run([CORDON, "ps"], capture_output=True, check=True)
-    with open(SOCK + ".lock") as f:
-        return int(f.readline())
-
-
-def stop_controller(pid):
-    os.kill(pid, 15)
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
 
 
 ctl = start_controller()

@@ -10,21 +10,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
+from ctl import CORDON, SOCK, controller_pid  # noqa: E402
 from rpc import Conn, Tap  # noqa: E402
 
-CORDON = os.path.join(os.environ["top_builddir"], "cordon")
-RUN = os.environ["XDG_RUNTIME_DIR"]
-SOCK = os.path.join(RUN, "cordon", "controller.sock")
 WORK = os.environ["WORK"]
 t = Tap()
-
-
-def controller_pid():
-    try:
-        with open(SOCK + ".lock") as f:
-            return int(f.readline())
-    except (OSError, ValueError):
-        return 0
 
 
 def descendants(pid):

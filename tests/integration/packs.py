@@ -9,12 +9,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
+from ctl import CORDON, STATE, SOCK, saved, stop_controller  # noqa: E402
 from rpc import Conn, Tap  # noqa: E402
 
-CORDON = os.path.join(os.environ["top_builddir"], "cordon")
-RUN = os.environ["XDG_RUNTIME_DIR"]
-STATE = os.path.join(os.environ["XDG_STATE_HOME"], "cordon")
-SOCK = os.path.join(RUN, "cordon", "controller.sock")
 WORK = os.environ["WORK"]
 SRC = os.environ["PACK_SRC"]
 TMP = os.path.dirname(WORK)
@@ -49,26 +46,6 @@ def base(**kw):
 def active(c):
     r = call(c, "backend.list")["result"]
     return r["active"], [b.get("launcher") for b in r["backends"] if b["active"]][0]
-
-
-def saved():
-    try:
-        with open(os.path.join(STATE, "active.json")) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def stop_controller():
-    with open(SOCK + ".lock") as f:
-        pid = int(f.readline())
-    os.kill(pid, 15)
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-            time.sleep(0.05)
-        except ProcessLookupError:
-            return
 
 
 def make_pack(name, edit=None, extra=None):

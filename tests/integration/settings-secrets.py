@@ -9,19 +9,15 @@ import os
 import pty
 import select
 import secrets as pysecrets
-import socket
 import stat
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
+from ctl import CORDON, STATE, SOCK  # noqa: E402
 from rpc import Conn, Tap  # noqa: E402
 
-CORDON = os.path.join(os.environ["top_builddir"], "cordon")
-RUN = os.environ["XDG_RUNTIME_DIR"]
-STATE = os.path.join(os.environ["XDG_STATE_HOME"], "cordon")
-SOCK = os.path.join(RUN, "cordon", "controller.sock")
 SETTINGS = os.path.join(STATE, "settings.json")
 SECRET = "cordon-secret-" + pysecrets.token_hex(16)
 SECRET2 = "cordon-other-" + pysecrets.token_hex(16)

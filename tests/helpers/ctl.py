@@ -1,0 +1,58 @@
+# The controller a Python integration test runs against (tests only): where its files are, per
+# the private XDG directories cli-lib.sh sets up, and how to start, find and stop it.
+import os
+import subprocess
+import time
+
+CORDON = os.path.join(os.environ["top_builddir"], "cordon")
+RUN = os.environ["XDG_RUNTIME_DIR"]
+STATE = os.path.join(os.environ["XDG_STATE_HOME"], "cordon")
+SOCK = os.path.join(RUN, "cordon", "controller.sock")
+
+
+def controller_pid():
+    """The running controller's pid from its lock file, 0 when there is none."""
+    try:
+        with open(SOCK + ".lock") as f:
+            return int(f.readline())
+    except (OSError, ValueError):
+        return 0
+
+
+def start_controller():
+    """Start the controller as the CLI does on demand (a no-op when it runs); its pid."""
+    subprocess.run([CORDON, "ps"], capture_output=True, check=True)
+    return controller_pid()
+
+
+def alive(pid):
+    """Running (a zombie waiting for whoever reaps orphans here counts as dead)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid, seconds=10):
+    deadline = time.time() + seconds
+    while time.time() < deadline and alive(pid):
+        time.sleep(0.02)
+    return not alive(pid)
+
+
+def stop_controller(pid=None):
+    """SIGTERM to the controller (by default the running one), then wait until it is gone."""
+    pid = pid or controller_pid()
+    if pid:
+        os.kill(pid, 15)
+        wait_gone(pid, 5)
+
+
+def saved():
+    """The saved selection (active.json) as text, None when there is none."""
+    try:
+        with open(os.path.join(STATE, "active.json")) as f:
+            return f.read()
+    except OSError:
+        return None
