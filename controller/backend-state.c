@@ -173,8 +173,6 @@ int backend_state_load(const char *dir, const char *name, backend_state_parse_fn
 	r = backend_state_dir_check(dir, true, err);
 	if (r < 0)
 		return r;
-	/* What a write interrupted by a crash left behind (the stores are opened at start-up). */
-	(void)backend_state_remove_stale(dir);
 	r = backend_state_file_read(dir, name, BACKEND_STATE_FILE_MAX, &buf, &len, err);
 	if (r >= 0 && parse(buf, len, &doc, err) >= 0) {
 		*ret = doc;

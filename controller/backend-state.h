@@ -28,8 +28,10 @@ int backend_state_dir_check(const char *dir, bool create, struct field_error *er
 
 /*
  * Remove what an interrupted atomic write left in dir: regular files named "*.tmp.XXXXXX"
- * (write_file_atomic()'s temporary names). Call only while no writer runs (at store open, under
- * the controller's single-instance lock). Returns how many were removed, or -errno.
+ * (write_file_atomic()'s temporary names). Call only while nothing writes there: the controller
+ * does it once at start-up, under its single-instance lock and before its writer thread runs (a
+ * store opened later, the secret store, must not sweep: a write may be under way). Returns how
+ * many were removed, or -errno.
  */
 int backend_state_remove_stale(const char *dir);
 
@@ -47,7 +49,7 @@ typedef int (*backend_state_parse_fn)(const char *buf, size_t len, json_t **ret,
 				      struct field_error *err);
 
 /*
- * What every store does at open: check (or create) dir, sweep stale temp files, read dir/name
+ * What every store does at open: check (or create) dir, read dir/name
  * and parse it. A missing file gives an empty object. A corrupt one (unparseable, too large) is
  * moved aside to *ret_aside (may be NULL) and also gives an empty object: returns 1 then, else 0;
  * -errno (err filled) for what must stop the store from opening (permissions, I/O).

@@ -25,6 +25,7 @@
 #include "common/paths.h"
 #include "common/system.h"
 #include "common/util.h"
+#include "controller/backend-state.h"
 #include "controller/controller-interaction.h"
 #include "controller/controller.h"
 
@@ -211,6 +212,8 @@ int main(int argc, char **argv)
 	if (sfd < 0 || event_add_io(ctl.loop, sfd, EPOLLIN, on_signal, &ctl, &sig_src) < 0)
 		return log_error_errno(errno, "signalfd: %m"), 1;
 
+	/* What a write interrupted by a crash left behind; before the writer thread runs. */
+	(void)backend_state_remove_stale(ctl.state_dir);
 	/* After the signal mask: the writer thread inherits it, signals stay with the signalfd. */
 	r = controller_persist_start(&ctl);
 	if (r < 0)

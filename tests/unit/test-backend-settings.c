@@ -523,8 +523,8 @@ static void test_store_survives(const char *base)
 	is_int(1, backend_settings_store_get(s, &ref_other, &got), "and touched no other backend");
 }
 
-/* A crash between the temp file and the rename leaves "name.tmp.XXXXXX": the next open removes
- * exactly those. */
+/* A crash between the temp file and the rename leaves "name.tmp.XXXXXX": the start-up sweep
+ * removes exactly those. */
 static void test_store_stale(const char *base)
 {
 	_cleanup_free_ char *dir = tap_path_in(base, "stale");
@@ -542,9 +542,10 @@ static void test_store_stale(const char *base)
 		if (fd < 0)
 			bail("create %s: %m", names[i]);
 	}
-	is_int(0, backend_settings_store_open(dir, &s, NULL, &err), "open with leftovers");
+	is_int(2, backend_state_remove_stale(dir), "the sweep removes two temp files");
 	is_int(3, tap_dir_entries(dir), "the two temp files are gone, the rest is kept");
 	is_int(0, backend_state_remove_stale(dir), "a second sweep finds nothing");
+	is_int(0, backend_settings_store_open(dir, &s, NULL, &err), "the store opens after it");
 }
 
 static void test_active(const char *base)
