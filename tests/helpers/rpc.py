@@ -2,6 +2,8 @@
 import array
 import json
 import socket
+import sys
+import traceback
 
 
 class Conn:
@@ -58,6 +60,14 @@ class Tap:
     def __init__(self):
         self.n = 0
         self.failed = 0
+        # An uncaught exception is one more failed test with its traceback, then the plan: the
+        # report names what broke instead of "missing test plan".
+        sys.excepthook = self._uncaught
+
+    def _uncaught(self, kind, value, tb):
+        self.ok(False, "uncaught %s: %s" % (kind.__name__, value),
+                "".join(traceback.format_exception(kind, value, tb)))
+        self.done()
 
     def ok(self, cond, desc, diag=None):
         self.n += 1
