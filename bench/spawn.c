@@ -12,8 +12,9 @@
  * vs bwrap, S seconds each in four alternating slices (L B B L). Namespace teardown runs in
  * kernel work queues after a sandbox is gone, so a slice's work does not end with it: each slice
  * counts until the machine is back to the load it had before the run (polled every 100 ms), so
- * that each side pays for its own deferred work and never for the other's. Idle RSS of the
- * daemon before and after.
+ * that each side pays for its own deferred work and never for the other's; the whole machine's
+ * CPU time over the slices, per sandbox, says what a sandbox costs however the work was spread.
+ * Idle RSS of the daemon before and after.
  *
  * The launcherd sandbox is a full one: mount, pid, net, ipc, uts and cgroup namespaces, a tmpfs
  * root with /usr read-only and the merged-/usr links, proc, a minimal dev, a private /tmp,
@@ -162,33 +163,38 @@ static long rss_kib(pid_t pid)
 	return kib;
 }
 
-/* Busy fraction of all CPUs over the next 100 ms, from /proc/stat; -1 if unreadable. */
+/* All CPUs' busy and total time so far, in clock ticks, from /proc/stat; false if unreadable. */
+static bool cpu_ticks(unsigned long long *ret_busy, unsigned long long *ret_total)
+{
+	unsigned long long v[10] = { 0 }, total = 0;
+	FILE *f = fopen("/proc/stat", "re");
+	int n;
+
+	if (!f)
+		return false;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+		   &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+	(void)fclose(f);
+	if (n != 10)
+		return false;
+	for (int i = 0; i < 10; i++)
+		total += v[i];
+	*ret_busy = total - v[3] - v[4]; /* idle and iowait aside */
+	*ret_total = total;
+	return true;
+}
+
+/* Busy fraction of all CPUs over the next 100 ms; -1 if unreadable. */
 static double cpu_busy(void)
 {
-	unsigned long long v[2][10] = { { 0 } };
+	unsigned long long b0, t0, b1, t1;
 
-	for (int k = 0; k < 2; k++) {
-		FILE *f = fopen("/proc/stat", "re");
-
-		if (!f)
-			return -1;
-		if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[k][0],
-			   &v[k][1], &v[k][2], &v[k][3], &v[k][4], &v[k][5], &v[k][6], &v[k][7],
-			   &v[k][8], &v[k][9]) != 10) {
-			(void)fclose(f);
-			return -1;
-		}
-		(void)fclose(f);
-		if (k == 0)
-			(void)usleep(100000);
-	}
-	{
-		unsigned long long total = 0, idle = (v[1][3] - v[0][3]) + (v[1][4] - v[0][4]);
-
-		for (int i = 0; i < 10; i++)
-			total += v[1][i] - v[0][i];
-		return total ? 1.0 - (double)idle / (double)total : -1;
-	}
+	if (!cpu_ticks(&b0, &t0))
+		return -1;
+	(void)usleep(100000);
+	if (!cpu_ticks(&b1, &t1) || t1 == t0)
+		return -1;
+	return (double)(b1 - b0) / (double)(t1 - t0);
 }
 
 /* Wait (at most 3 s) until the CPUs are back to the load they had before the run; returns
@@ -365,24 +371,32 @@ int main(int argc, char **argv)
 
 	{
 		long ld_n = 0, bw_n = 0;
-		double ld_ms = 0, bw_ms = 0, ld_tp, bw_tp;
+		double ld_ms = 0, bw_ms = 0, ld_cpu = 0, bw_cpu = 0, ld_tp, bw_tp;
+		double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK);
+		double ncpu = (double)sysconf(_SC_NPROCESSORS_ONLN);
 
 		(void)settle(baseline);
 		for (int slice = 0; slice < 4; slice++) {
 			bool ld_turn = slice == 0 || slice == 3;
+			unsigned long long b0 = 0, b1 = 0, t;
 			double t0 = now_ms();
+			bool ticks = cpu_ticks(&b0, &t);
 			long n = throughput_slice(sock_path, ld_turn, seconds / 2);
 			/* The slice lasts until its deferred work is done too. */
 			double ms = settle(baseline) - t0;
+			/* CPU time of the whole machine over the slice, deferred work included. */
+			double cpu = ticks && cpu_ticks(&b1, &t) ? (double)(b1 - b0) * tick_ms : 0;
 
 			if (ms < seconds * 500)
 				ms = seconds * 500;
 			if (ld_turn) {
 				ld_n += n;
 				ld_ms += ms;
+				ld_cpu += cpu;
 			} else {
 				bw_n += n;
 				bw_ms += ms;
+				bw_cpu += cpu;
 			}
 		}
 		ld_tp = (double)ld_n * 1000 / ld_ms;
@@ -393,6 +407,10 @@ int main(int argc, char **argv)
 		printf("  launcherd            %7.1f sandboxes/s\n", ld_tp);
 		printf("  bwrap                %7.1f sandboxes/s\n", bw_tp);
 		printf("  launcherd / bwrap    %7.2f     (target >= 3)\n", ld_tp / bw_tp);
+		printf("  CPU per sandbox (all CPUs, less the other load): launcherd %.3f ms, bwrap "
+		       "%.3f ms\n",
+		       ld_n ? (ld_cpu - baseline * ld_ms * ncpu) / (double)ld_n : 0,
+		       bw_n ? (bw_cpu - baseline * bw_ms * ncpu) / (double)bw_n : 0);
 	}
 	rss_after = rss_kib(ld);
 	printf("launcherd RSS: idle at start %ld KiB, idle after the runs %ld KiB (target <= 4096)\n",

@@ -275,9 +275,14 @@ static int exec_plan(const struct plan *plan)
 /*
  * The sandbox's init (pid 1 of its pid namespace), once the command runs as its child: forward
  * every signal a supervisor sends (launcherd's kill requests, SIGKILL aside, reach pid 1), reap
- * every process that ends up ours, and when the command ends write its raw wait status to
+ * every process that ends up ours, and when the command ends write a struct apply_report to
  * report_fd, so that launcherd reports the command's own exit code or signal, then exit: the
  * kernel kills whatever is left in the namespace.
+ *
+ * Every process of the namespace descends from us (nothing can enter it), and an orphan is
+ * reparented to us: so when, the command reaped, we have no child left at all, the sandbox is
+ * over but for ourselves, and the report says so ("alone"). launcherd then answers "exit" at
+ * once instead of after our own exit and the namespaces' teardown.
  */
 _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
 {
@@ -301,10 +306,14 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
 			if (p <= 0)
 				break;
 			if (p == child) {
-				int32_t st = status;
+				struct apply_report rep = { .status = status };
 
 				launcherd_trace(id, "command-reaped");
-				(void)!write(report_fd, &st, sizeof(st));
+				do
+					p = waitpid(-1, &(int){ 0 }, WNOHANG);
+				while (p > 0);
+				rep.alone = p < 0 && errno == ECHILD;
+				(void)!write(report_fd, &rep, sizeof(rep));
 				_exit(WIFEXITED(status) ? WEXITSTATUS(status)
 							: 128 + WTERMSIG(status));
 			}
@@ -551,11 +560,13 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 		if (child < 0)
 			fail(ctx, STEP_EXEC, errno, -1);
 		/* Our copy of the status pipe goes (its EOF is now the command's exec), and with
-		 * it every fd of the set-up: stdio and the report stay. */
+		 * it every fd of the set-up, stdio too: the output's EOF is the command's (and its
+		 * descendants') alone. The report stays. */
 		{
 			int keep[] = { ctx->report_fd, launcherd_trace_fd };
 
 			close_all_but(keep, ELEMENTSOF(keep));
+			(void)syscall(SYS_close_range, 0U, 2U, 0U);
 		}
 		/* Nor can the command (ptrace, /proc/1/fd) reach what we keep, even as uid 0. */
 		(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

@@ -51,6 +51,17 @@ struct apply_status {
 	int32_t index;
 };
 
+/*
+ * What the sandbox's init writes to the report pipe once the command has ended: its raw wait
+ * status, and whether the init was then alone in the pid namespace (no other process left, so
+ * nothing of the sandbox can run any more and launcherd may report the exit before the init
+ * itself is gone).
+ */
+struct apply_report {
+	int32_t status;
+	int32_t alone;
+};
+
 /* Exit code of a child whose set-up failed (the status pipe says why). */
 #define APPLY_EXIT_SETUP_FAILED 125
 

@@ -54,6 +54,7 @@ enum sandbox_state {
 	SB_SETTING_UP,
 	SB_RUNNING,
 	SB_FAILED,
+	SB_EXITED, /* "exit" sent on the init's report; the init itself is not reaped yet */
 };
 
 struct sandbox {
@@ -69,14 +70,16 @@ struct sandbox {
 	pid_t pid;
 	int pidfd;
 	int status_fd;
-	int report_fd;	/* the init's report of the command's wait status */
+	int report_fd;	/* the init's report (struct apply_report) */
 	int proxy_sock; /* network "proxy": the child sends the listener here */
 	int mntns_fd;	/* its mount namespace, when from the pool: released after "exit" */
-	struct event_source *pidfd_src, *status_src, *timer_src;
+	struct event_source *pidfd_src, *status_src, *timer_src, *report_src;
 	struct sandbox_cgroup cgroup;
 	uint64_t pids_max, memory_max; /* counted against the per-user ceilings */
 	unsigned long long start_usec;
-	json_t *unenforced; /* for "spawned" */
+	json_t *unenforced;	    /* for "spawned" */
+	struct apply_report report; /* valid when have_report */
+	bool have_report;
 };
 
 /* A cgroup whose directory could not be removed yet (a dying task still pinned it). */
@@ -133,6 +136,7 @@ static void sandbox_free(struct sandbox *s)
 	event_source_free(s->pidfd_src);
 	event_source_free(s->status_src);
 	event_source_free(s->timer_src);
+	event_source_free(s->report_src);
 	safe_close(s->pidfd);
 	safe_close(s->status_fd);
 	safe_close(s->report_fd);
@@ -148,7 +152,8 @@ struct sandbox *sandbox_find(struct launcherd *d, const char *id, uid_t uid)
 {
 	for (struct sandbox *s = d->sandboxes; s; s = s->next)
 		/* Another user's sandbox is reported as absent: no existence oracle. */
-		if (s->uid == uid && streq(s->id, id) && s->state != SB_FAILED)
+		if (s->uid == uid && streq(s->id, id) && s->state != SB_FAILED &&
+		    s->state != SB_EXITED)
 			return s;
 	return NULL;
 }
@@ -234,6 +239,8 @@ static void send_setup_error(struct sandbox *s, const struct apply_status *st)
 				      *field ? " for " : "", field, strerror(st->error));
 }
 
+static int on_report(struct event_source *src, int fd, uint32_t revents, void *userdata);
+
 /* Resolve the status pipe: 1 when resolved (reply sent), 0 when nothing to read yet. */
 static int status_resolve(struct sandbox *s)
 {
@@ -268,6 +275,9 @@ static int status_resolve(struct sandbox *s)
 	launcherd_trace(s->id, "exec-seen");
 	send_spawned(s);
 	launcherd_trace(s->id, "spawned-sent");
+	/* Without it, the exit is reported when the init is reaped, as for a killed init. */
+	if (event_add_io(s->d->loop, s->report_fd, EPOLLIN, on_report, s, &s->report_src) < 0)
+		s->report_src = NULL;
 	return 1;
 }
 
@@ -280,28 +290,43 @@ static int on_status(struct event_source *src, int fd, uint32_t revents, void *u
 	return 0;
 }
 
-static void send_exit(struct sandbox *s, const siginfo_t *si)
+/* The init's report, when it wrote one: true and *ret filled. Never blocks. */
+static bool read_report(struct sandbox *s, struct apply_report *ret)
+{
+	ssize_t n;
+
+	if (s->report_fd < 0)
+		return false;
+	do
+		n = read(s->report_fd, ret, sizeof(*ret));
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return false;
+	/* Read once: the init writes one report and exits. */
+	event_source_free(s->report_src);
+	s->report_src = NULL;
+	s->report_fd = safe_close(s->report_fd);
+	return n == (ssize_t)sizeof(*ret);
+}
+
+/* "exit": from the init's report of the command's status (rep), else from the init's own (si:
+ * killed by a cancel, a timeout or the OOM killer before it could report). */
+static void send_exit(struct sandbox *s, const struct apply_report *rep, const siginfo_t *si)
 {
 	_cleanup_json_ json_t *m = NULL;
 	const char *reason;
 	bool pids_hit, oom;
 	int code = 0, sig = 0;
 
+	s->state = SB_EXITED;
 	sandbox_cgroup_limits_hit(&s->cgroup, &pids_hit, &oom);
-	if (si->si_code == CLD_EXITED)
+	if (rep) {
+		code = WIFEXITED(rep->status) ? WEXITSTATUS(rep->status) : 0;
+		sig = WIFSIGNALED(rep->status) ? WTERMSIG(rep->status) : 0;
+	} else if (si->si_code == CLD_EXITED)
 		code = si->si_status;
 	else
 		sig = si->si_status;
-	{
-		/* The init reports the command's own status; without a report (the init was
-		 * killed: a cancel, a timeout, the OOM killer) the init's status is the answer. */
-		int32_t st;
-
-		if (s->report_fd >= 0 && read(s->report_fd, &st, sizeof(st)) == sizeof(st)) {
-			code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-			sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-		}
-	}
 
 	if (s->kill_reason == KILL_TIMEOUT)
 		reason = "timeout";
@@ -320,6 +345,23 @@ static void send_exit(struct sandbox *s, const siginfo_t *si)
 		      pids_hit, "memory", oom);
 	if (!m || conn_send(s->conn, m, NULL, 0) < 0)
 		log_debug("cannot send exit for %s", s->id);
+	launcherd_trace(s->id, "exit-sent");
+}
+
+/* The command ended. When the init was left alone, nothing of the sandbox runs any more: the
+ * exit is final now, and the init's own exit and the namespaces' teardown need not delay it. */
+static int on_report(struct event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct sandbox *s = userdata;
+	struct apply_report rep;
+
+	if (read_report(s, &rep)) {
+		s->report = rep;
+		s->have_report = true;
+		if (rep.alone && s->state == SB_RUNNING)
+			send_exit(s, &rep, NULL);
+	}
+	return 0;
 }
 
 static int on_pidfd(struct event_source *src, int fd, uint32_t revents, void *userdata)
@@ -335,12 +377,18 @@ static int on_pidfd(struct event_source *src, int fd, uint32_t revents, void *us
 		return 0; /* not yet */
 	launcherd_trace(s->id, "init-reaped");
 
-	/* The child is gone, so its end of the status pipe is closed: this cannot block. */
+	/* The child is gone, so its ends of the pipes are closed: this cannot block. */
 	if (s->state == SB_SETTING_UP)
 		(void)status_resolve(s);
-	if (s->state == SB_RUNNING)
-		send_exit(s, &si);
-	launcherd_trace(s->id, "exit-sent");
+	if (s->state == SB_RUNNING) {
+		struct apply_report rep;
+
+		if (!s->have_report && read_report(s, &rep)) {
+			s->report = rep;
+			s->have_report = true;
+		}
+		send_exit(s, s->have_report ? &s->report : NULL, &si);
+	}
 	sandbox_free(s);
 	return 0;
 }

@@ -56,3 +56,11 @@ def saved():
             return f.read()
     except OSError:
         return None
+
+
+def active(conn):
+    """(active ref, its launcher) from backend.list over conn; (None, None) while none is: a lost
+    instance's replacement is still being activated (spawns fail cleanly meanwhile)."""
+    r = conn.call("backend.list", {}, timeout=60)["result"]
+    launchers = [b.get("launcher") for b in r["backends"] if b["active"]]
+    return r.get("active"), launchers[0] if launchers else None

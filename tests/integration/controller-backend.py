@@ -10,7 +10,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
-from ctl import CORDON, STATE, SOCK, saved, start_controller, stop_controller  # noqa: E402
+from ctl import CORDON, STATE, SOCK, active, saved, start_controller, stop_controller  # noqa: E402
 from rpc import Conn, Tap  # noqa: E402
 
 WORK = os.environ["WORK"]
@@ -21,11 +21,6 @@ def base(**kw):
     p = {"callerCwd": WORK, "env": ["PATH=/usr/bin:/bin"]}
     p.update(kw)
     return p
-
-
-def active(c):
-    r = c.call("backend.list", {})
-    return r["result"]["active"], [b.get("launcher") for b in r["result"]["backends"] if b["active"]][0]
 
 
 ctl = start_controller()

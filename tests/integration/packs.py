@@ -9,7 +9,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
-from ctl import CORDON, STATE, SOCK, saved, stop_controller  # noqa: E402
+from ctl import CORDON, STATE, SOCK, active, saved, stop_controller  # noqa: E402
 from rpc import Conn, Tap  # noqa: E402
 
 WORK = os.environ["WORK"]
@@ -41,11 +41,6 @@ def base(**kw):
     p = {"callerCwd": WORK, "cwd": "/", "env": ["PATH=/usr/bin:/bin"]}
     p.update(kw)
     return p
-
-
-def active(c):
-    r = call(c, "backend.list")["result"]
-    return r["active"], [b.get("launcher") for b in r["backends"] if b["active"]][0]
 
 
 def make_pack(name, edit=None, extra=None):
