@@ -5,8 +5,9 @@
 # per-sandbox cgroup removed afterwards.
 . "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
 ld_require_root
-ld_start
-plan 17
+# Its step trace says when "exit" went out relative to the init's end.
+CORDON_LAUNCHERD_TRACE="$T/trace" ld_start
+plan 20
 
 # tree_gone FILE: no process of the sandbox is left (they all have FILE on their command line).
 tree_gone() {
@@ -39,6 +40,29 @@ ld_run --user $TEST_USER1 $STD_FDS "$T/p.json" >"$T/out" 2>&1
 rc=$?
 check "timeout: the sandbox is killed (SIGKILL) with reason timeout" test "$rc/$(json_field reason)" = "137/timeout"
 check "timeout: children and grandchildren are gone too" tree_gone /work/ready-timeout
+
+# step_before ID A B: in launcherd's trace, sandbox ID reached step A before step B.
+step_before() {
+	awk -v id="$1" -v a="$2" -v b="$3" '$1 == id && $2 == a { ta = $3 } $1 == id && $2 == b { tb = $3 }
+		END { exit !(ta && tb && ta < tb) }' "$T/trace"
+}
+
+# The command ends alone: "exit" goes out on the init's report, before the init is reaped.
+make_plan "$T/p.json" '["/bin/true"]'
+ld_run --user $TEST_USER1 $STD_FDS "$T/p.json" >"$T/out" 2>&1
+check "a command that ends alone: exit is sent before its init is reaped" \
+	step_before "$(json_field sandbox)" exit-sent init-reaped
+
+# The command ends, leaving a grandchild behind: "exit" waits for the init's end, when the
+# kernel has killed the rest, so that nothing is left once the client has it.
+make_plan "$T/p.json" '["/bin/sh", "-c", "/probe/probe sleep-tree /work/ready-orphan & while [ ! -s /work/ready-orphan ]; do sleep 0.01; done; exit 5"]'
+ld_run --user $TEST_USER1 $STD_FDS "$T/p.json" >"$T/out" 2>&1
+rc=$?
+left=$(pgrep -f "probe sleep-tree /work/ready-orphan")
+check "a command that leaves a grandchild behind: its own exit code, reason exited" \
+	test "$rc/$(json_field reason)/$(json_field exitCode)" = "5/exited/5"
+check "…exit is sent only once its init is reaped, and no process of it is left" \
+	eval 'step_before "$(json_field sandbox)" init-reaped exit-sent && test -z "$left"'
 
 # Cancel through a kill request from another connection of the same user.
 rm -f "$T/work/ready-cancel" "$T/id"
