@@ -38,13 +38,13 @@
 
 static const char *const step_names[_STEP_MAX] = {
 	[STEP_CLONE] = "clone",
-	[STEP_CGROUP] = "cgroup",
 	[STEP_USERNS_MAP] = "userns-map",
 	[STEP_MOUNT_PRIVATE] = "mount-private",
 	[STEP_ROOT] = "root",
 	[STEP_MOUNT] = "mount",
 	[STEP_PIVOT_ROOT] = "pivot-root",
 	[STEP_NETWORK] = "network",
+	[STEP_CGROUP] = "cgroup",
 	[STEP_HOSTNAME] = "hostname",
 	[STEP_SESSION] = "session",
 	[STEP_RLIMIT] = "rlimit",
@@ -70,9 +70,9 @@ unsigned long long apply_clone_flags(const struct apply_context *ctx)
 	/* A prepared mount namespace is entered at the root step instead. */
 	if (ctx->mntns_fd < 0)
 		f |= CLONE_NEWNS;
-	/* No cgroup of its own to join first: the cgroup namespace right away, rooted where it
-	 * stays (launcherd's cgroup), instead of an unshare() at the cgroup step. */
-	if (!sandbox_cgroup_has_procs(ctx->cgroup))
+	/* No cgroup of its own to be moved into first: the cgroup namespace right away, rooted
+	 * where it stays (launcherd's cgroup), instead of an unshare() at the cgroup step. */
+	if (ctx->cgroup_go_fd < 0)
 		f |= CLONE_NEWCGROUP;
 	if (ctx->plan->network != PLAN_NETWORK_HOST && ctx->netns_fd < 0)
 		f |= CLONE_NEWNET;
@@ -231,8 +231,7 @@ static void close_launcherd_fds(const struct apply_context *ctx)
 	keep[n++] = ctx->status_fd;
 	keep[n++] = ctx->report_fd;
 	keep[n++] = ctx->proxy_sock;
-	keep[n++] = ctx->cgroup->procs_fds[0];
-	keep[n++] = ctx->cgroup->procs_fds[1];
+	keep[n++] = ctx->cgroup_go_fd;
 	keep[n++] = launcherd_trace_fd;
 	close_all_but(keep, n);
 }
@@ -332,9 +331,6 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
  *                 namespace: when we die, the kernel kills every process left in it, which is
  *                 how a cancel takes the whole tree down.
  *  (fds)          first, close every fd of launcherd's that the set-up does not use.
- *  cgroup         join the sandbox's cgroup before anything can fork, then unshare the cgroup
- *                 namespace so that the sandbox sees its own cgroup as "/" (without a cgroup
- *                 of its own, the clone made that namespace already).
  *  userns-map     (user mode) map the user to itself, so that files keep their owners.
  *  mount-private, root, mount
  *                 a fresh tmpfs root built from the plan while we still hold CAP_SYS_ADMIN over
@@ -345,6 +341,11 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
  *  network        bring lo up in the new netns, or enter the pooled one (CAP_NET_ADMIN /
  *                 CAP_SYS_ADMIN: before the drop); for "proxy", listen on 127.0.0.1:port in
  *                 it and hand the socket to launcherd (before Landlock forbids binding).
+ *  cgroup         launcherd makes the sandbox's cgroup while we build the mount tree, sets its
+ *                 limits and moves us in, then sends a byte: we wait for it (nothing here has
+ *                 forked yet, nor will before the init step), then unshare the cgroup
+ *                 namespace so that the sandbox sees its own cgroup as "/" (without a cgroup
+ *                 of its own, the clone made that namespace already).
  *  hostname       in the new uts namespace.
  *  session        no controlling terminal, so no TIOCSTI into the caller's tty and no signal
  *                 from it: launcherd detached itself from any terminal at start (its session
@@ -375,23 +376,12 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
 _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 {
 	const struct plan *plan = ctx->plan;
-	int root_fd = -1, step = STEP_CGROUP, index = -1, r;
+	int root_fd = -1, step = STEP_MOUNT_PRIVATE, index = -1, r;
 	sigset_t none;
 
 	launcherd_trace(ctx->id, "child");
 	close_launcherd_fds(ctx);
 	umask(022);
-
-	/* cgroup */
-	if (!(apply_clone_flags(ctx) & CLONE_NEWCGROUP)) {
-		r = sandbox_cgroup_join(ctx->cgroup);
-		if (r < 0)
-			fail(ctx, STEP_CGROUP, r, -1);
-		if (unshare(CLONE_NEWCGROUP) < 0)
-			fail(ctx, STEP_CGROUP, errno, -1);
-	}
-
-	launcherd_trace(ctx->id, "cgroup");
 
 	/* userns-map */
 	if (ctx->userns) {
@@ -446,6 +436,24 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	}
 
 	launcherd_trace(ctx->id, "network");
+
+	/* cgroup: launcherd made it and moved us in meanwhile; wait for its word, then the cgroup
+	 * namespace, rooted there. */
+	if (ctx->cgroup_go_fd >= 0) {
+		char c;
+		ssize_t n;
+
+		do
+			n = read(ctx->cgroup_go_fd, &c, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1)
+			fail(ctx, STEP_CGROUP, n < 0 ? errno : EIO, -1);
+		(void)close(ctx->cgroup_go_fd);
+		if (unshare(CLONE_NEWCGROUP) < 0)
+			fail(ctx, STEP_CGROUP, errno, -1);
+	}
+
+	launcherd_trace(ctx->id, "cgroup");
 
 	/* hostname */
 	if (sethostname(plan->hostname, strlen(plan->hostname)) < 0)

@@ -17,13 +17,13 @@
 /* Set-up steps, in the order they run; names are API (docs/PROTOCOL.md §1.2, error "step"). */
 enum apply_step {
 	STEP_CLONE,
-	STEP_CGROUP,
 	STEP_USERNS_MAP,
 	STEP_MOUNT_PRIVATE,
 	STEP_ROOT,
 	STEP_MOUNT,
 	STEP_PIVOT_ROOT,
 	STEP_NETWORK,
+	STEP_CGROUP,
 	STEP_HOSTNAME,
 	STEP_SESSION,
 	STEP_RLIMIT,
@@ -88,7 +88,7 @@ struct apply_context {
 	const gid_t *groups;
 	size_t n_groups;
 
-	const struct sandbox_cgroup *cgroup;
+	int cgroup_go_fd;     /* with a cgroup: one byte once launcherd moved us into it, else -1 */
 	uint64_t nproc_limit; /* user mode without a cgroup: RLIMIT_NPROC in the new user ns */
 	int landlock_abi;
 	const struct seccomp_program *floor;
@@ -96,7 +96,8 @@ struct apply_context {
 };
 
 /* Namespaces every sandbox gets (plus CLONE_NEWNET unless network is "host"; CLONE_NEWCGROUP is
- * unshared by the child once it sits in its own cgroup, or cloned when it has none). */
+ * unshared by the child once launcherd moved it into its own cgroup, or cloned when it has
+ * none). */
 unsigned long long apply_clone_flags(const struct apply_context *ctx);
 
 /* Child side: apply the plan and exec. Never returns. */

@@ -173,74 +173,104 @@ void cgroup_setup_done(struct cgroup_setup *s)
 
 void sandbox_cgroup_init(struct sandbox_cgroup *cg)
 {
-	*cg = (struct sandbox_cgroup){ .procs_fds = { -1, -1 } };
+	*cg = (struct sandbox_cgroup){ .events_fds = { -1, -1 } };
 }
 
-static int create_one(const char *base, const char *id, char **ret_path, int *ret_fd)
+static int write_string_at(int dir, const char *file, const char *value)
 {
-	_cleanup_free_ char *path = strdup_printf("%s/%s", base, id), *procs = NULL;
+	_cleanup_close_ int fd = openat(dir, file, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return loop_write(fd, value, strlen(value));
+}
+
+static int write_u64_at(int dir, const char *file, uint64_t value)
+{
+	char v[32];
+
+	(void)snprintf(v, sizeof(v), "%llu", (unsigned long long)value);
+	return write_string_at(dir, file, v);
+}
+
+/* mkdir base/id; its path and an O_PATH fd of it. */
+static int create_one(const char *base, const char *id, char **ret_path, int *ret_dir)
+{
+	_cleanup_free_ char *path = strdup_printf("%s/%s", base, id);
 
 	if (!path)
 		return -ENOMEM;
 	if (mkdir(path, 0755) < 0)
 		return -errno;
 	*ret_path = TAKE_PTR(path);
-	procs = strdup_printf("%s/cgroup.procs", *ret_path);
-	if (!procs)
-		return -ENOMEM;
-	*ret_fd = open(procs, O_WRONLY | O_CLOEXEC);
-	return *ret_fd < 0 ? -errno : 0;
+	*ret_dir = open(*ret_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return *ret_dir < 0 ? -errno : 0;
+}
+
+/* Move pid into the cgroup (its limits are in place already), and keep its events file open
+ * for the exit report. */
+static int attach(int dir, pid_t pid, const char *events, int *ret_events_fd)
+{
+	char v[16];
+	int r;
+
+	(void)snprintf(v, sizeof(v), "%d", (int)pid);
+	r = write_string_at(dir, "cgroup.procs", v);
+	if (r < 0)
+		return r;
+	*ret_events_fd = openat(dir, events, O_RDONLY | O_CLOEXEC);
+	return *ret_events_fd < 0 ? -errno : 0;
 }
 
 int sandbox_cgroup_create(const struct cgroup_setup *s, const char *id, uint64_t pids_max,
-			  uint64_t memory_max, struct sandbox_cgroup *cg)
+			  uint64_t memory_max, pid_t pid, struct sandbox_cgroup *cg)
 {
-	char v[32];
+	_cleanup_close_ int pids = -1, mem = -1;
 	int r;
 
 	switch (s->kind) {
 	case CGROUP_V2:
-		r = create_one(s->v2_base, id, &cg->paths[0], &cg->procs_fds[0]);
+		r = create_one(s->v2_base, id, &cg->paths[0], &pids);
 		if (r < 0)
 			return r;
-		if (pids_max) {
-			(void)snprintf(v, sizeof(v), "%llu", (unsigned long long)pids_max);
-			r = write_string(cg->paths[0], "pids.max", v);
-			if (r < 0)
-				return r;
-		}
+		if (pids_max && (r = write_u64_at(pids, "pids.max", pids_max)) < 0)
+			return r;
 		if (memory_max) {
-			(void)snprintf(v, sizeof(v), "%llu", (unsigned long long)memory_max);
-			r = write_string(cg->paths[0], "memory.max", v);
+			r = write_u64_at(pids, "memory.max", memory_max);
 			if (r < 0)
 				return r;
 			/* No swap: the limit is on memory, not on what can be pushed out. */
-			(void)write_string(cg->paths[0], "memory.swap.max", "0");
+			(void)write_string_at(pids, "memory.swap.max", "0");
 		}
-		return 0;
+		r = attach(pids, pid, "pids.events", &cg->events_fds[0]);
+		if (r < 0)
+			return r;
+		cg->events_fds[1] = openat(pids, "memory.events", O_RDONLY | O_CLOEXEC);
+		return cg->events_fds[1] < 0 ? -errno : 0;
 	case CGROUP_V1:
 		if (pids_max) {
-			r = create_one(s->pids_base, id, &cg->paths[0], &cg->procs_fds[0]);
+			r = create_one(s->pids_base, id, &cg->paths[0], &pids);
 			if (r < 0)
 				return r;
-			(void)snprintf(v, sizeof(v), "%llu", (unsigned long long)pids_max);
-			r = write_string(cg->paths[0], "pids.max", v);
+			r = write_u64_at(pids, "pids.max", pids_max);
+			if (r < 0)
+				return r;
+			r = attach(pids, pid, "pids.events", &cg->events_fds[0]);
 			if (r < 0)
 				return r;
 		}
 		if (memory_max) {
-			r = create_one(s->memory_base, id, &cg->paths[1], &cg->procs_fds[1]);
+			r = create_one(s->memory_base, id, &cg->paths[1], &mem);
 			if (r < 0)
 				return r;
-			(void)snprintf(v, sizeof(v), "%llu", (unsigned long long)memory_max);
-			r = write_string(cg->paths[1], "memory.limit_in_bytes", v);
+			r = write_u64_at(mem, "memory.limit_in_bytes", memory_max);
+			if (r >= 0 && s->memsw)
+				r = write_u64_at(mem, "memory.memsw.limit_in_bytes", memory_max);
 			if (r < 0)
 				return r;
-			if (s->memsw) {
-				r = write_string(cg->paths[1], "memory.memsw.limit_in_bytes", v);
-				if (r < 0)
-					return r;
-			}
+			r = attach(mem, pid, "memory.oom_control", &cg->events_fds[1]);
+			if (r < 0)
+				return r;
 		}
 		return 0;
 	default:
@@ -248,30 +278,20 @@ int sandbox_cgroup_create(const struct cgroup_setup *s, const char *id, uint64_t
 	}
 }
 
-bool sandbox_cgroup_has_procs(const struct sandbox_cgroup *cg)
+/* Value of "key N" in a flat-keyed file such as pids.events or memory.oom_control, read afresh
+ * from its open fd; 0 when absent or unreadable. */
+static uint64_t keyed_value(int fd, const char *key)
 {
-	for (size_t i = 0; i < ELEMENTSOF(cg->procs_fds); i++)
-		if (cg->procs_fds[i] >= 0)
-			return true;
-	return false;
-}
-
-int sandbox_cgroup_join(const struct sandbox_cgroup *cg)
-{
-	for (size_t i = 0; i < ELEMENTSOF(cg->procs_fds); i++)
-		if (cg->procs_fds[i] >= 0 && write(cg->procs_fds[i], "0", 1) < 0)
-			return -errno;
-	return 0;
-}
-
-/* Value of "key N" in a flat-keyed file such as pids.events or memory.oom_control. */
-static uint64_t keyed_value(const char *dir, const char *file, const char *key)
-{
-	_cleanup_free_ char *p = strdup_printf("%s/%s", dir, file), *buf = NULL;
+	char buf[4096];
 	size_t klen = strlen(key);
+	ssize_t n;
 
-	if (!p || read_full_file(p, 64 * 1024, &buf, NULL) < 0)
+	if (fd < 0)
 		return 0;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
 	for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
 		if (strncmp(l, key, klen) == 0 && l[klen] == ' ') {
 			uint64_t v;
@@ -283,13 +303,8 @@ static uint64_t keyed_value(const char *dir, const char *file, const char *key)
 
 void sandbox_cgroup_limits_hit(const struct sandbox_cgroup *cg, bool *ret_pids, bool *ret_oom)
 {
-	*ret_pids = *ret_oom = false;
-	if (cg->paths[0])
-		*ret_pids = keyed_value(cg->paths[0], "pids.events", "max") > 0;
-	if (cg->paths[1]) /* v1 memory */
-		*ret_oom = keyed_value(cg->paths[1], "memory.oom_control", "oom_kill") > 0;
-	else if (cg->paths[0])
-		*ret_oom = keyed_value(cg->paths[0], "memory.events", "oom_kill") > 0;
+	*ret_pids = keyed_value(cg->events_fds[0], "max") > 0;
+	*ret_oom = keyed_value(cg->events_fds[1], "oom_kill") > 0;
 }
 
 int sandbox_cgroup_kill(const struct sandbox_cgroup *cg)
@@ -310,7 +325,7 @@ int sandbox_cgroup_remove(struct sandbox_cgroup *cg)
 	int ret = 0;
 
 	for (size_t i = 0; i < ELEMENTSOF(cg->paths); i++) {
-		cg->procs_fds[i] = safe_close(cg->procs_fds[i]);
+		cg->events_fds[i] = safe_close(cg->events_fds[i]);
 		if (!cg->paths[i])
 			continue;
 		if (rmdir(cg->paths[i]) < 0 && errno != ENOENT) {
@@ -326,7 +341,7 @@ int sandbox_cgroup_remove(struct sandbox_cgroup *cg)
 void sandbox_cgroup_done(struct sandbox_cgroup *cg)
 {
 	for (size_t i = 0; i < ELEMENTSOF(cg->paths); i++) {
-		cg->procs_fds[i] = safe_close(cg->procs_fds[i]);
+		cg->events_fds[i] = safe_close(cg->events_fds[i]);
 		free(cg->paths[i]);
 		cg->paths[i] = NULL;
 	}

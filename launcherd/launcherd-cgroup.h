@@ -2,14 +2,16 @@
 /*
  * One cgroup per sandbox that has cgroup limits: cgroup v2 where launcherd was given a delegated
  * subtree with the pids and memory controllers enabled, else the v1 pids and memory hierarchies
- * (v1/v2 hybrid hosts). Created by the parent before clone, joined by the child (it writes "0",
- * itself, to each cgroup.procs fd the parent opened) before it unshares its cgroup namespace,
- * removed after the sandbox's init is reaped.
+ * (v1/v2 hybrid hosts). Created by the parent right after clone, while the child builds its
+ * mount tree, which moves the child in and then lets it go on (the child waits for that before
+ * it unshares its cgroup namespace, long before anything in it can fork); removed after the
+ * sandbox's init is reaped.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum cgroup_kind {
 	CGROUP_NONE, /* nothing writable: cgroup limits cannot be enforced */
@@ -27,7 +29,9 @@ struct cgroup_setup {
 
 struct sandbox_cgroup {
 	char *paths[2]; /* v2: [0] only; v1: [0] pids, [1] memory (NULL when not needed) */
-	int procs_fds[2];
+	/* What the exit report reads, opened at creation: pids.events, then memory.oom_control
+	 * (v1) or memory.events (v2); -1 when absent. */
+	int events_fds[2];
 };
 
 /* Find a usable hierarchy and create launcherd's own "cordon" directories. Never fails: a host
@@ -37,13 +41,9 @@ void cgroup_setup_done(struct cgroup_setup *s);
 const char *cgroup_kind_to_string(enum cgroup_kind k);
 
 void sandbox_cgroup_init(struct sandbox_cgroup *cg);
-/* Create the sandbox's cgroup(s) named id with the limits (0 = none) and open cgroup.procs. */
+/* Create the sandbox's cgroup(s) named id with the limits (0 = none) and move pid into them. */
 int sandbox_cgroup_create(const struct cgroup_setup *s, const char *id, uint64_t pids_max,
-			  uint64_t memory_max, struct sandbox_cgroup *cg);
-/* Child side: move the calling process into the cgroup(s). */
-int sandbox_cgroup_join(const struct sandbox_cgroup *cg);
-/* Whether the sandbox has a cgroup of its own to join (else it stays in launcherd's). */
-bool sandbox_cgroup_has_procs(const struct sandbox_cgroup *cg);
+			  uint64_t memory_max, pid_t pid, struct sandbox_cgroup *cg);
 /* Which limits were hit during the run. */
 void sandbox_cgroup_limits_hit(const struct sandbox_cgroup *cg, bool *ret_pids, bool *ret_oom);
 /* Kill every process in the cgroup (v2 cgroup.kill; v1 relies on the pid namespace). */

@@ -78,6 +78,7 @@ struct sandbox {
 	uint64_t pids_max, memory_max; /* counted against the per-user ceilings */
 	unsigned long long start_usec;
 	json_t *unenforced;	    /* for "spawned" */
+	int cgroup_error;	    /* creating its cgroup failed: the child was killed */
 	struct apply_report report; /* valid when have_report */
 	bool have_report;
 };
@@ -259,7 +260,19 @@ static int status_resolve(struct sandbox *s)
 
 	if (n == (ssize_t)sizeof(st)) {
 		s->state = SB_FAILED;
+		/* It saw its cgroup channel close before our kill landed: say why it closed. */
+		if (st.step == STEP_CGROUP && s->cgroup_error)
+			st.error = -s->cgroup_error;
 		send_setup_error(s, &st);
+		return 1;
+	}
+	if (n == 0 && s->cgroup_error) {
+		/* We killed it: its cgroup could not be made. */
+		struct apply_status cg = { .step = STEP_CGROUP, .error = -s->cgroup_error,
+					   .index = -1 };
+
+		s->state = SB_FAILED;
+		send_setup_error(s, &cg);
 		return 1;
 	}
 	if (n != 0) {
@@ -465,9 +478,10 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	_cleanup_free_ int *tree_fds = NULL;
 	struct apply_context ctx;
 	struct clone_args args;
-	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, proxy_sv[2] = { -1, -1 }, pidfd = -1,
-	    index = -1, netns_fd = -1, mntns_fd = -1, r;
-	bool netns_borrowed = false;
+	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, proxy_sv[2] = { -1, -1 },
+	    cgroup_go[2] = { -1, -1 }, pidfd = -1, index = -1, netns_fd = -1, mntns_fd = -1, r;
+	bool netns_borrowed = false,
+	     cgroup = (plan->pids_max || plan->memory_max) && d->cgroup.kind != CGROUP_NONE;
 	long pid;
 
 	*reterr_step = apply_step_to_string(STEP_CLONE);
@@ -490,23 +504,14 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	make_id(s->id, sizeof(s->id));
 	launcherd_trace(s->id, "start");
 
-	if (plan->pids_max || plan->memory_max) {
-		if (d->cgroup.kind != CGROUP_NONE) {
-			*reterr_step = apply_step_to_string(STEP_CGROUP);
-			r = sandbox_cgroup_create(&d->cgroup, s->id, plan->pids_max,
-						  plan->memory_max, &s->cgroup);
-			if (r < 0)
-				goto fail;
-		}
-	}
-
 	*reterr_step = apply_step_to_string(STEP_MOUNT);
 	r = mount_prepare_binds(plan, fds, d->dev_template, tree_fds, &index);
 	if (r < 0)
 		goto fail;
 
 	*reterr_step = apply_step_to_string(STEP_CLONE);
-	if (pipe2(status, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0) {
+	if (pipe2(status, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    (cgroup && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cgroup_go) < 0)) {
 		r = -errno;
 		goto fail;
 	}
@@ -538,7 +543,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		.gid = c->peer.gid,
 		.groups = c->groups,
 		.n_groups = c->n_groups,
-		.cgroup = &s->cgroup,
+		.cgroup_go_fd = cgroup_go[0],
 		.nproc_limit = d->cgroup.kind == CGROUP_NONE ? plan->pids_max : 0,
 		.landlock_abi = d->landlock_abi,
 		/* "none": no socket but AF_UNIX, whichever namespace it sits in. */
@@ -565,6 +570,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	status[1] = safe_close(status[1]);
 	report[1] = safe_close(report[1]);
 	proxy_sv[1] = safe_close(proxy_sv[1]);
+	cgroup_go[0] = safe_close(cgroup_go[0]);
 	if (!netns_borrowed)
 		netns_fd = safe_close(netns_fd);
 	s->mntns_fd = TAKE_FD(mntns_fd);
@@ -577,6 +583,26 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	s->proxy_sock = TAKE_FD(proxy_sv[0]);
 	s->start_usec = now_usec();
 	(void)fd_set_nonblock(s->status_fd, true);
+
+	/* The cgroup, made while the child builds its mount tree: limits set, the child moved in,
+	 * then let go on (it waits for that before anything in it can fork). A child that failed
+	 * meanwhile has closed its end (EPIPE, no SIGPIPE on a socket): its status record says
+	 * why. On failure the child is killed, and its status pipe's EOF reports the cgroup step
+	 * (status_resolve()). */
+	if (cgroup) {
+		r = sandbox_cgroup_create(&d->cgroup, s->id, plan->pids_max, plan->memory_max,
+					  s->pid, &s->cgroup);
+		if (r >= 0 && send(cgroup_go[1], "g", 1, MSG_NOSIGNAL) != 1 && errno != EPIPE &&
+		    errno != ECONNRESET)
+			r = -errno;
+		if (r < 0) {
+			/* Killed before it sees its channel close, so the reason is ours to give. */
+			s->cgroup_error = r;
+			(void)syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+		}
+		cgroup_go[1] = safe_close(cgroup_go[1]);
+		launcherd_trace(s->id, "cgroup-joined");
+	}
 
 	r = event_add_io(d->loop, s->status_fd, EPOLLIN, on_status, s, &s->status_src);
 	if (r >= 0)
@@ -617,6 +643,7 @@ fail:
 	safe_close(report[1]);
 	safe_close(proxy_sv[0]);
 	safe_close(proxy_sv[1]);
+	close_many(cgroup_go, 2);
 	for (size_t i = 0; i < plan->n_mounts; i++)
 		safe_close(tree_fds[i]);
 	cgroup_cleanup(d, &s->cgroup);
