@@ -268,7 +268,8 @@ static int status_resolve(struct sandbox *s)
 	}
 	if (n == 0 && s->cgroup_error) {
 		/* We killed it: its cgroup could not be made. */
-		struct apply_status cg = { .step = STEP_CGROUP, .error = -s->cgroup_error,
+		struct apply_status cg = { .step = STEP_CGROUP,
+					   .error = -s->cgroup_error,
 					   .index = -1 };
 
 		s->state = SB_FAILED;
