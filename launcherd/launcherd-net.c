@@ -88,10 +88,10 @@ static int make_mntns(int own)
 }
 
 /*
- * The helper: per request byte, a fresh netns ('w', answered 'n') or an empty mount namespace
- * ('m', answered 'm', or 'M' without an fd when that cannot be done), sent back as an fd; or
- * ('c', with an fd, not answered) a namespace to let go of, so that its teardown runs here.
- * Never returns.
+ * The helper: per request byte, a fresh netns ('w', answered 'n'), an empty mount namespace
+ * ('m', answered 'm', or 'M' without an fd when that cannot be done) or a fresh IPC namespace
+ * ('i', answered 'i', or 'I' without an fd), sent back as an fd; or ('c', with an fd, not
+ * answered) a namespace to let go of, so that its teardown runs here. Never returns.
  */
 _noreturn_ static void netns_helper(int sock)
 {
@@ -127,6 +127,17 @@ _noreturn_ static void netns_helper(int sock)
 			safe_close(fd);
 			continue;
 		}
+		if (c == 'i') {
+			/* Why this is safe: the namespace is new and empty, and this process has no
+			 * IPC object to make in it; the next 'i' leaves it for another. */
+			if (unshare(CLONE_NEWIPC) == 0)
+				fd = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC);
+			if (ipc_send_with_fds(sock, fd >= 0 ? "i" : "I", 1, &fd, fd >= 0 ? 1 : 0,
+					      0) < 0)
+				_exit(1);
+			safe_close(fd);
+			continue;
+		}
 		/* Why this is safe: the namespace is new and empty; this process only brings lo up
 		 * in it and passes it to launcherd, which gives it to one sandbox. */
 		if (unshare(CLONE_NEWNET) == 0 && net_loopback_up() >= 0)
@@ -137,6 +148,19 @@ _noreturn_ static void netns_helper(int sock)
 	}
 }
 
+_Static_assert(MNTNS_POOL_SIZE <= NS_SLOTS_MAX && IPCNS_POOL_SIZE <= NS_SLOTS_MAX,
+	       "struct ns_slots too small");
+
+static bool slots_request(struct netns_pool *p, struct ns_slots *sl, size_t size, char byte)
+{
+	while (p->sock >= 0 && sl->enabled && sl->n + sl->requested < size) {
+		if (write(p->sock, &byte, 1) != 1)
+			return false;
+		sl->requested++;
+	}
+	return true;
+}
+
 static void pool_request(struct netns_pool *p)
 {
 	while (p->sock >= 0 && p->n + p->requested < NETNS_POOL_SIZE) {
@@ -144,11 +168,30 @@ static void pool_request(struct netns_pool *p)
 			return;
 		p->requested++;
 	}
-	while (p->sock >= 0 && p->mnt_enabled && p->n_mnt + p->mnt_requested < MNTNS_POOL_SIZE) {
-		if (write(p->sock, "m", 1) != 1)
-			return;
-		p->mnt_requested++;
-	}
+	if (slots_request(p, &p->mnt, MNTNS_POOL_SIZE, 'm'))
+		(void)slots_request(p, &p->ipc, IPCNS_POOL_SIZE, 'i');
+}
+
+static void slots_clear(struct ns_slots *sl)
+{
+	close_many(sl->fds, sl->n);
+	*sl = (struct ns_slots){ 0 };
+}
+
+/* The helper's answer for one of sl's kind: an fd, or none (it cannot: no pool of that kind
+ * from now on, and sandboxes make their own). */
+static void slots_receive(struct ns_slots *sl, size_t size, const int *fd, size_t n_fds,
+			  const char *what)
+{
+	if (sl->requested)
+		sl->requested--;
+	if (n_fds == 0) {
+		log_warning("%s namespace helper failed: no %s namespace pool", what, what);
+		slots_clear(sl);
+	} else if (sl->n < size)
+		sl->fds[sl->n++] = fd[0];
+	else
+		safe_close(fd[0]);
 }
 
 static int on_pool(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -162,19 +205,13 @@ static int on_pool(struct event_source *s, int fd, uint32_t revents, void *userd
 	n = ipc_recv_with_fds(fd, &c, 1, nsfd, 1, &n_fds, MSG_DONTWAIT);
 	if (n == -EAGAIN)
 		return 0;
+	/* 'M' or 'I': cannot make them here (no CAP_SYS_CHROOT for mount namespaces?). */
 	if (n > 0 && (c == 'm' || c == 'M')) {
-		if (p->mnt_requested)
-			p->mnt_requested--;
-		if (n_fds == 0) {
-			/* Cannot make them here (no CAP_SYS_CHROOT?): sandboxes copy ours. */
-			log_warning("mount namespace helper failed: no mount namespace pool");
-			p->mnt_enabled = false;
-			close_many(p->mnt_fds, p->n_mnt);
-			p->n_mnt = 0;
-		} else if (p->n_mnt < MNTNS_POOL_SIZE)
-			p->mnt_fds[p->n_mnt++] = nsfd[0];
-		else
-			safe_close(nsfd[0]);
+		slots_receive(&p->mnt, MNTNS_POOL_SIZE, nsfd, n_fds, "mount");
+		return 0;
+	}
+	if (n > 0 && (c == 'i' || c == 'I')) {
+		slots_receive(&p->ipc, IPCNS_POOL_SIZE, nsfd, n_fds, "IPC");
 		return 0;
 	}
 	if (n <= 0 || n_fds == 0) {
@@ -198,7 +235,7 @@ int netns_pool_start(struct netns_pool *p, struct event_loop *loop, bool mntns)
 	int sv[2], r;
 	pid_t pid;
 
-	*p = (struct netns_pool){ .sock = -1, .mnt_enabled = mntns };
+	*p = (struct netns_pool){ .sock = -1, .mnt.enabled = mntns, .ipc.enabled = true };
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	pid = fork();
@@ -239,7 +276,12 @@ int netns_pool_take(struct netns_pool *p)
 
 int netns_pool_take_mnt(struct netns_pool *p)
 {
-	return pool_pop(p, p->mnt_fds, &p->n_mnt);
+	return pool_pop(p, p->mnt.fds, &p->mnt.n);
+}
+
+int netns_pool_take_ipc(struct netns_pool *p)
+{
+	return pool_pop(p, p->ipc.fds, &p->ipc.n);
 }
 
 void netns_pool_release(struct netns_pool *p, int fd)
@@ -287,10 +329,8 @@ void netns_pool_stop(struct netns_pool *p)
 	close_many(p->fds, p->n);
 	p->n = 0;
 	p->requested = 0;
-	close_many(p->mnt_fds, p->n_mnt);
-	p->n_mnt = 0;
-	p->mnt_requested = 0;
-	p->mnt_enabled = false;
+	slots_clear(&p->mnt);
+	slots_clear(&p->ipc);
 	for (size_t i = 0; i < p->n_shared; i++)
 		safe_close(p->shared[i].fd);
 	p->n_shared = 0;

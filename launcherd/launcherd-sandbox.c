@@ -480,7 +480,8 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	struct apply_context ctx;
 	struct clone_args args;
 	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, proxy_sv[2] = { -1, -1 },
-	    cgroup_go[2] = { -1, -1 }, pidfd = -1, index = -1, netns_fd = -1, mntns_fd = -1, r;
+	    cgroup_go[2] = { -1, -1 }, pidfd = -1, index = -1, netns_fd = -1, mntns_fd = -1,
+	    ipcns_fd = -1, r;
 	bool netns_borrowed = false,
 	     cgroup = (plan->pids_max || plan->memory_max) && d->cgroup.kind != CGROUP_NONE;
 	long pid;
@@ -523,8 +524,10 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	}
 
 	netns_fd = sandbox_netns(d, plan, c->peer.uid, &netns_borrowed);
-	if (d->mode == LAUNCHERD_PRIVILEGED)
+	if (d->mode == LAUNCHERD_PRIVILEGED) {
 		mntns_fd = netns_pool_take_mnt(&d->netns_pool);
+		ipcns_fd = netns_pool_take_ipc(&d->netns_pool);
+	}
 
 	launcherd_trace(s->id, "prepared");
 	ctx = (struct apply_context){
@@ -536,6 +539,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		.devnull_fd = d->devnull_fd,
 		.netns_fd = netns_fd,
 		.mntns_fd = mntns_fd,
+		.ipcns_fd = ipcns_fd,
 		.status_fd = status[1],
 		.report_fd = report[1],
 		.proxy_sock = proxy_sv[1],
@@ -574,6 +578,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	cgroup_go[0] = safe_close(cgroup_go[0]);
 	if (!netns_borrowed)
 		netns_fd = safe_close(netns_fd);
+	ipcns_fd = safe_close(ipcns_fd);
 	s->mntns_fd = TAKE_FD(mntns_fd);
 	for (size_t i = 0; i < plan->n_mounts; i++)
 		safe_close(tree_fds[i]);
@@ -638,6 +643,7 @@ fail:
 	if (!netns_borrowed)
 		safe_close(netns_fd);
 	safe_close(mntns_fd);
+	safe_close(ipcns_fd);
 	safe_close(status[0]);
 	safe_close(status[1]);
 	safe_close(report[0]);

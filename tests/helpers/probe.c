@@ -6,7 +6,7 @@
  *   1  the attempt was refused (errno printed),
  *   2  usage or a set-up problem of the probe itself.
  * A few subcommands are helpers rather than attempts (sleep-tree, fds, env, alloc, forkloop,
- * netns, abstract-listen, tcp-listen),
+ * netns, ns, abstract-listen, tcp-listen),
  * documented with each.
  */
 #define _GNU_SOURCE
@@ -296,16 +296,20 @@ static int try_sockets_exotic(void)
 	return try_socket_list(socks, sizeof(socks) / sizeof(socks[0]));
 }
 
-/* Helper ("netns"): print our network namespace ("net:[N]"). */
-static int show_netns(void)
+/* Helpers ("netns", "ns KIND..."): print our namespaces of each kind ("net:[N]"), one a line. */
+static int show_ns(int n_kinds, char *const *kinds)
 {
-	char buf[64];
-	ssize_t n = readlink("/proc/self/ns/net", buf, sizeof(buf) - 1);
+	for (int i = 0; i < n_kinds; i++) {
+		char path[64], buf[64];
+		ssize_t n;
 
-	if (n < 0)
-		return refused("readlink /proc/self/ns/net");
-	buf[n] = '\0';
-	printf("%s\n", buf);
+		(void)snprintf(path, sizeof(path), "/proc/self/ns/%s", kinds[i]);
+		n = readlink(path, buf, sizeof(buf) - 1);
+		if (n < 0)
+			return refused(path);
+		buf[n] = '\0';
+		printf("%s\n", buf);
+	}
 	return 0;
 }
 
@@ -501,7 +505,9 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "sockets"))
 		return try_sockets();
 	if (!strcmp(cmd, "netns"))
-		return show_netns();
+		return show_ns(1, (char *const[]){ (char *)"net" });
+	if (!strcmp(cmd, "ns"))
+		return show_ns(argc - 2, argv + 2);
 	if (!strcmp(cmd, "personality"))
 		return try_personality();
 	if (!strcmp(cmd, "keyctl"))

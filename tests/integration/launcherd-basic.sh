@@ -5,7 +5,7 @@
 . "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
 ld_require_root
 ld_start
-plan 19
+plan 20
 
 run_sh() { make_plan "$T/p.json" "$(jq -nc --arg c "$1" '["/bin/sh","-c",$c]')"; shift; ld_run "$@" $STD_FDS "$T/p.json"; }
 
@@ -34,6 +34,32 @@ check "no_new_privs set and seccomp filtering" test "$(echo "$out" | grep -E 'No
 out=$(run_sh 'echo $$; hostname; ls /')
 check "payload is pid 2 of its own pid namespace (under cordon's init), hostname cordon" test "$(echo $out | cut -d' ' -f1-2)" = "2 cordon"
 check "fresh root: only what the plan mounted" test "$(echo $out | cut -d' ' -f3-)" = "bin dev lib lib64 probe proc sbin tmp usr work"
+
+# Namespaces: each sandbox its own IPC (from the pool in privileged mode), UTS, pid, mount and
+# cgroup namespace, none the host's nor another sandbox's. Both alive at once: a namespace's
+# number is reused once it is gone.
+kinds="ipc uts pid mnt cgroup"
+rm -f "$T/work/ns-a" "$T/work/ns-done"
+make_plan "$T/ns-a.json" "[\"/bin/sh\", \"-c\", \"/probe/probe ns $kinds >/work/ns-a.tmp && mv /work/ns-a.tmp /work/ns-a && while [ ! -e /work/ns-done ]; do sleep 0.05; done\"]"
+ld_run $STD_FDS "$T/ns-a.json" >/dev/null 2>>"$T/client.log" &
+ns_client=$!
+for _ in $(seq 1 100); do [ -s "$T/work/ns-a" ] && break; sleep 0.05; done
+make_plan "$T/ns.json" "[\"/probe/probe\", \"ns\", $(printf '"%s", ' $kinds | sed 's/, $//')]"
+ns_b=$(ld_run $STD_FDS "$T/ns.json" 2>>"$T/client.log" | tr '\n' ' ')
+ns_a=$(tr '\n' ' ' <"$T/work/ns-a" 2>/dev/null)
+touch "$T/work/ns-done"
+wait $ns_client 2>/dev/null
+ns_host=$(for k in $kinds; do readlink /proc/self/ns/$k; done | tr '\n' ' ')
+diag "namespaces: host $ns_host; sandboxes $ns_a / $ns_b"
+ns_fresh() {
+	[ "$(echo $ns_a | wc -w)" = 5 ] || return 1
+	for i in 1 2 3 4 5; do
+		a=$(echo $ns_a | cut -d' ' -f$i)
+		[ "$a" != "$(echo $ns_b | cut -d' ' -f$i)" ] && [ "$a" != "$(echo $ns_host | cut -d' ' -f$i)" ] ||
+			return 1
+	done
+}
+check "own IPC, UTS, pid, mount and cgroup namespaces: not the host's, not another sandbox's" ns_fresh
 
 make_plan "$T/p.json" '["/no/such/program"]'
 ld_run $STD_FDS "$T/p.json" >/dev/null 2>&1
