@@ -75,7 +75,7 @@ struct netns_pool {
 	pid_t helper;
 	int fds[NETNS_POOL_SIZE];
 	size_t n;
-	unsigned requested; /* asked of the helper, not received yet */
+	unsigned requested;  /* asked of the helper, not received yet */
 	struct ns_slots mnt; /* MNTNS_POOL_SIZE of them, when the helper can */
 	struct ns_slots ipc; /* IPCNS_POOL_SIZE */
 	struct event_source *src;
