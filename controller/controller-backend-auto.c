@@ -274,19 +274,34 @@ int backend_launcher_hello_check(struct backend_instance *bi, json_t *info,
 	return 0;
 }
 
+/* Launchers that were let go of and have not exited yet: reaped when they do. */
 struct reaper {
+	struct reaper *next;
 	pid_t pid;
 	int pidfd;
+	struct event_source *src;
 };
+
+static struct reaper *reapers;
+
+static void reaper_free(struct reaper *rp)
+{
+	for (struct reaper **p = &reapers; *p; p = &(*p)->next)
+		if (*p == rp) {
+			*p = rp->next;
+			break;
+		}
+	event_source_free(rp->src);
+	safe_close(rp->pidfd);
+	free(rp);
+}
 
 static int on_reap(struct event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct reaper *rp = userdata;
 
 	(void)waitpid(rp->pid, NULL, WNOHANG);
-	event_source_free(s);
-	safe_close(rp->pidfd);
-	free(rp);
+	reaper_free(rp);
 	return 0;
 }
 
@@ -295,7 +310,8 @@ void backend_launcher_reap_later(struct controller *c, struct ctl_launcher *l)
 	pid_t pid = l ? ctl_launcher_take_child(l) : 0;
 	struct reaper *rp;
 
-	if (pid <= 0 || waitpid(pid, NULL, WNOHANG) != 0)
+	/* Shutting down: whoever inherits it reaps it (it ends once its channel closes). */
+	if (pid <= 0 || waitpid(pid, NULL, WNOHANG) != 0 || c->exiting)
 		return;
 	rp = calloc(1, sizeof(*rp));
 	if (rp) {
@@ -303,14 +319,24 @@ void backend_launcher_reap_later(struct controller *c, struct ctl_launcher *l)
 		rp->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	}
 	if (!rp || rp->pidfd < 0 ||
-	    event_add_io(c->loop, rp->pidfd, EPOLLIN, on_reap, rp, NULL) < 0) {
+	    event_add_io(c->loop, rp->pidfd, EPOLLIN, on_reap, rp, &rp->src) < 0) {
 		/* No way to be told: wait now. */
 		if (rp)
 			safe_close(rp->pidfd);
 		free(rp);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
+		return;
 	}
+	rp->next = reapers;
+	reapers = rp;
+}
+
+void backend_launcher_reapers_free(void)
+{
+	/* At exit: those still running are reparented (and end with their channels). */
+	while (reapers)
+		reaper_free(reapers);
 }
 
 /*

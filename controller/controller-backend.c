@@ -70,10 +70,14 @@ struct backend_instance *backend_instance_ref(struct backend_instance *bi)
 }
 
 struct dispose_retry {
+	struct dispose_retry *next;
 	struct backend_instance *bi;
 	struct event_source *timer;
 	unsigned attempts;
 };
+
+/* Disposals under way: the controller's exit waits for them (controller_backends_stop()). */
+static struct dispose_retry *disposals;
 
 static void dispose_done(struct backend_instance *bi, int r, const char *message, void *ud);
 
@@ -102,7 +106,8 @@ static void dispose_done(struct backend_instance *bi, int r, const char *message
 			controller_event(bi->ctl, "backend-cleanup-failed",
 					 json_pack("{s:s,s:s}", "launcher", bi->name, "error",
 						   message ? message : strerror(-r)));
-		if (++dr->attempts < 10) {
+		/* Retried in the background, but not past our own exit. */
+		if (++dr->attempts < 10 && !bi->ctl->exiting) {
 			log_warning_errno(r, "cleanup of %s failed (attempt %u: %s); retrying: %m",
 					  bi->name, dr->attempts, message ? message : "");
 			(void)event_timer_set(dr->timer, DISPOSE_RETRY_USEC, false);
@@ -113,6 +118,11 @@ static void dispose_done(struct backend_instance *bi, int r, const char *message
 	controller_event(bi->ctl, "backend-disposed",
 			 json_pack("{s:s,s:b,s:i}", "launcher", bi->name, "ok", r >= 0, "attempts",
 				   (int)dr->attempts + 1));
+	for (struct dispose_retry **p = &disposals; *p; p = &(*p)->next)
+		if (*p == dr) {
+			*p = dr->next;
+			break;
+		}
 	event_source_free(dr->timer);
 	bi->ops->free(bi);
 	free(bi);
@@ -128,8 +138,11 @@ void backend_instance_unref(struct backend_instance *bi)
 	dr = calloc(1, sizeof(*dr));
 	if (dr) {
 		dr->bi = bi;
-		if (event_add_timer(bi->ctl->loop, 1, false, on_dispose, dr, &dr->timer) >= 0)
+		if (event_add_timer(bi->ctl->loop, 1, false, on_dispose, dr, &dr->timer) >= 0) {
+			dr->next = disposals;
+			disposals = dr;
 			return;
+		}
 		free(dr);
 	}
 	/* No timer: dispose here (only reached when out of memory). */
@@ -450,10 +463,28 @@ const char *controller_launcher_name(struct controller *c)
 	return c->active ? c->active->name : "none";
 }
 
+/* How long the controller's exit waits for instances to be disposed of (a pack answering
+ * "dispose", a launcher letting go). */
+#define STOP_DISPOSE_USEC (3ULL * 1000 * 1000)
+
 void controller_backends_stop(struct controller *c)
 {
+	unsigned long long deadline = now_usec() + STOP_DISPOSE_USEC;
+
 	if (c->active)
 		backend_instance_unref(TAKE_PTR(c->active));
+	/* A failed disposal waiting to be retried is tried once more now, and then given up
+	 * (dispose_done() retries nothing once we are exiting). */
+	for (struct dispose_retry *dr = disposals; dr; dr = dr->next)
+		if (dr->attempts > 0)
+			(void)event_timer_set(dr->timer, 1, false);
+	/* The main loop is over: run it for the disposals still under way, for a while. */
+	while (disposals && now_usec() < deadline)
+		if (event_loop_run_once(c->loop, 50) < 0)
+			break;
+	for (struct dispose_retry *dr = disposals; dr; dr = dr->next)
+		log_warning("%s: not disposed of at exit", dr->bi->name);
+	backend_launcher_reapers_free();
 	backend_settings_store_free(TAKE_PTR(c->settings));
 	controller_packs_close(c);
 }

@@ -93,6 +93,8 @@ int backend_launcher_hello_check(struct backend_instance *bi, json_t *info,
 				 const struct ctl_launcher_error *err, char *msg, size_t msg_size);
 /* Reap a user-mode launcherd whose channel is closed once it has exited, without waiting. */
 void backend_launcher_reap_later(struct controller *c, struct ctl_launcher *l);
+/* At shutdown: stop waiting for the launchers let go of that have not exited yet. */
+void backend_launcher_reapers_free(void);
 
 /* The built-in backends. */
 extern const struct backend_ops backend_auto_ops;

@@ -240,6 +240,7 @@ int main(int argc, char **argv)
 	}
 
 	r = event_loop_run(ctl.loop);
+	ctl.exiting = true; /* whichever way the loop ended */
 
 	/* Leave nothing running: processes of ours die with us (detached ones too: there is no
 	 * one left to report their end to). */

@@ -1137,8 +1137,12 @@ int method_process_list(struct client *cl, json_t *id, json_t *params, int *fds,
 				      p->launcher, "pid", (int)p->pid, "argv", p->argv, "detached",
 				      p->detached);
 
-		if (e && p->finished)
-			json_object_update(e, process_result(p, false));
+		if (e && p->finished) {
+			_cleanup_json_ json_t *res = process_result(p, false);
+
+			if (res)
+				json_object_update(e, res);
+		}
 		json_array_append_new(list, e);
 	}
 	return client_reply(cl, id, json_pack("{s:o}", "processes", list));

@@ -302,6 +302,7 @@ int main(int argc, char **argv)
 	const char *socket_path = LAUNCHERD_DEFAULT_SOCKET, *floor_path = LAUNCHERD_DEFAULT_FLOOR;
 	const char *mode = "auto";
 	struct field_error fe = { 0 };
+	struct event_source *sig_src = NULL, *listen_src = NULL;
 	int socket_fd = -1, activated_fd = -1, sfd, c, r;
 	bool activated = false;
 	sigset_t mask;
@@ -398,7 +399,7 @@ int main(int argc, char **argv)
 	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
 		die("sigprocmask: %s", strerror(errno));
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0 || event_add_io(d->loop, sfd, EPOLLIN, on_signal, d, NULL) < 0)
+	if (sfd < 0 || event_add_io(d->loop, sfd, EPOLLIN, on_signal, d, &sig_src) < 0)
 		die("signalfd: %s", strerror(errno));
 
 	d->netns_pool.sock = -1;
@@ -420,7 +421,7 @@ int main(int argc, char **argv)
 	} else {
 		activated = activated_fd >= 0;
 		d->listen_fd = activated ? activated_fd : listen_on(socket_path);
-		r = event_add_io(d->loop, d->listen_fd, EPOLLIN, on_accept, d, NULL);
+		r = event_add_io(d->loop, d->listen_fd, EPOLLIN, on_accept, d, &listen_src);
 		if (r < 0)
 			die("cannot watch the socket: %s", strerror(-r));
 	}
@@ -433,10 +434,14 @@ int main(int argc, char **argv)
 
 	r = event_loop_run(d->loop);
 	netns_pool_stop(&d->netns_pool);
+	event_source_free(listen_src);
+	event_source_free(sig_src);
+	safe_close(sfd);
 	if (d->listen_fd >= 0) {
 		if (!activated)
 			(void)unlink(socket_path);
 		safe_close(d->listen_fd);
 	}
+	event_loop_free(d->loop);
 	return r < 0 ? 1 : 0;
 }

@@ -64,3 +64,24 @@ def active(conn):
     r = conn.call("backend.list", {}, timeout=60)["result"]
     launchers = [b.get("launcher") for b in r["backends"] if b["active"]]
     return r.get("active"), launchers[0] if launchers else None
+
+
+def leak_reports():
+    """LeakSanitizer's reports in the controller's log (its stderr, and its user-mode
+    launchers'): nothing but in an ASan build that leaked at exit. Each leak with the first
+    frames of its stack."""
+    try:
+        with open(os.path.join(STATE, "controller.log"), errors="replace") as f:
+            lines = [line.rstrip() for line in f]
+    except OSError:
+        return []
+    out, frames = [], 0
+    for line in lines:
+        if "LeakSanitizer" in line or "Direct leak of" in line:
+            out.append(line)
+            frames = 8 if "Direct" in line else 0
+        elif frames and line.lstrip().startswith("#"):
+            if "libc_start" not in line and "asan_malloc" not in line:
+                out.append(line)
+            frames -= 1
+    return out
