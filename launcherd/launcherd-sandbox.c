@@ -165,7 +165,8 @@ void sandbox_usage(struct launcherd *d, uid_t uid, unsigned *ret_count, uint64_t
 	*ret_count = 0;
 	*ret_pids = *ret_memory = 0;
 	for (struct sandbox *s = d->sandboxes; s; s = s->next)
-		if (s->uid == uid) {
+		/* One whose exit was reported runs nothing any more: only its init is going. */
+		if (s->uid == uid && s->state != SB_EXITED) {
 			(*ret_count)++;
 			*ret_pids += s->pids_max;
 			*ret_memory += s->memory_max;

@@ -4,7 +4,7 @@
  *
  *   launch-plan [--socket PATH | --user-mode LAUNCHERD [--floor FILE]]
  *               [--fd N=PATH]... [--seccomp N=FILE] [--result FILE] [--id-file FILE]
- *               [--kill-after MS] PLAN.json
+ *               [--kill-after MS] [--repeat N] PLAN.json
  *   launch-plan [--socket PATH | --user-mode …] --hello
  *   launch-plan [--socket PATH | --user-mode …] --kill ID [--signal N]
  *   launch-plan [--socket PATH] --raw FILE
@@ -15,6 +15,9 @@
  * them by index), so the sandbox's stdio is ours. --fd N=PATH opens PATH with O_PATH as message
  * fd N (bind sources); --seccomp N=FILE copies a BPF program into a memfd as fd N. Indices
  * after 2 must be contiguous.
+ *
+ * --repeat N spawns the plan N times back to back over the one connection, each once the
+ * previous one's exit came, stopping at the first that fails or exits non-zero.
  *
  * The result (the exit report, or the error) is written as JSON to --result, else to stderr.
  * Exit status: the sandbox's exit code, 128+signal; 125 when launcherd refused or the set-up
@@ -155,13 +158,14 @@ int main(int argc, char **argv)
 		{ "kill", required_argument, NULL, 'K' },
 		{ "signal", required_argument, NULL, 'g' },
 		{ "raw", required_argument, NULL, 'R' },
+		{ "repeat", required_argument, NULL, 'n' },
 		{},
 	};
 	const char *socket_path = NULL, *user_mode = NULL, *floor_path = NULL, *id_file = NULL;
 	const char *kill_id = NULL;
 	int fds[IPC_MAX_FDS] = { 0, 1, 2 };
 	size_t n_fds = 3;
-	int kill_after = -1, sig = 9, c, r;
+	int kill_after = -1, sig = 9, repeat = 1, c, r;
 	bool hello_only = false;
 	struct ctl_launcher *l = NULL;
 	struct ctl_launcher_error err = { 0 };
@@ -209,6 +213,11 @@ int main(int argc, char **argv)
 			break;
 		case 'i':
 			id_file = optarg;
+			break;
+		case 'n':
+			repeat = atoi(optarg);
+			if (repeat < 1)
+				repeat = 1;
 			break;
 		case 'k':
 			if (safe_atoi(optarg, &kill_after) < 0)
@@ -275,43 +284,50 @@ int main(int argc, char **argv)
 			      jerr.text);
 		return 1;
 	}
-	r = ctl_launcher_spawn(l, plan, fds, n_fds, &sandbox, &pidfd, &err);
+	for (int round = 0; round < repeat; round++) {
+		free(TAKE_PTR(sandbox));
+		json_decref(TAKE_PTR(res));
+		r = ctl_launcher_spawn(l, plan, fds, n_fds, &sandbox, &pidfd, &err);
+		if (r < 0) {
+			r = report_error(&err);
+			ctl_launcher_free(l);
+			return r;
+		}
+		if (id_file) {
+			FILE *f = fopen(id_file, "we");
+
+			if (f) {
+				(void)fprintf(f, "%s\n", sandbox);
+				(void)fclose(f);
+			}
+		}
+		if (kill_after >= 0) {
+			/* Wait on the pidfd: an early exit ends the wait. */
+			struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+			if (poll(&pfd, 1, kill_after) == 0 &&
+			    ctl_launcher_kill(l, sandbox, sig, &err) < 0)
+				(void)fprintf(stderr, "launch-plan: kill: %s\n", err.message);
+		}
+		r = ctl_launcher_wait_exit(l, sandbox, &ex);
+		safe_close(pidfd);
+		if (r < 0) {
+			(void)fprintf(stderr, "launch-plan: lost launcherd: %s\n", strerror(-r));
+			ctl_launcher_free(l);
+			return 1;
+		}
+		res = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "type", "exit",
+				"sandbox", ex.sandbox, "pid", (int)ex.pid, "exitCode", ex.exit_code,
+				"signal", ex.signal, "reason", ex.reason, "durationUsec",
+				(json_int_t)ex.duration_usec, "limits", "pids", ex.limit_pids,
+				"memory", ex.limit_memory);
+		if (res)
+			write_result(res);
+		if (ex.signal || ex.exit_code)
+			break;
+	}
 	for (size_t i = 3; i < n_fds; i++)
 		safe_close(fds[i]);
-	if (r < 0) {
-		r = report_error(&err);
-		ctl_launcher_free(l);
-		return r;
-	}
-	if (id_file) {
-		FILE *f = fopen(id_file, "we");
-
-		if (f) {
-			(void)fprintf(f, "%s\n", sandbox);
-			(void)fclose(f);
-		}
-	}
-	if (kill_after >= 0) {
-		/* Wait on the pidfd: an early exit ends the wait. */
-		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-
-		if (poll(&pfd, 1, kill_after) == 0 && ctl_launcher_kill(l, sandbox, sig, &err) < 0)
-			(void)fprintf(stderr, "launch-plan: kill: %s\n", err.message);
-	}
-	r = ctl_launcher_wait_exit(l, sandbox, &ex);
-	safe_close(pidfd);
-	if (r < 0) {
-		(void)fprintf(stderr, "launch-plan: lost launcherd: %s\n", strerror(-r));
-		ctl_launcher_free(l);
-		return 1;
-	}
-	res = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "type", "exit", "sandbox",
-			ex.sandbox, "pid", (int)ex.pid, "exitCode", ex.exit_code, "signal",
-			ex.signal, "reason", ex.reason, "durationUsec",
-			(json_int_t)ex.duration_usec, "limits", "pids", ex.limit_pids, "memory",
-			ex.limit_memory);
-	if (res)
-		write_result(res);
 	ctl_launcher_free(l);
 	return ex.signal ? 128 + ex.signal : ex.exit_code;
 }

@@ -4,7 +4,7 @@
 # plans, per-user ceilings; and the setuid refusal.
 . "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
 ld_require_root
-plan 16
+plan 17
 
 # --- setuid refusal -------------------------------------------------------------------------
 cp "$LAUNCHERD" "$T/suid-launcherd"
@@ -76,6 +76,18 @@ ld_run --user $TEST_USER2 $STD_FDS --seccomp 6="$T/allow.bpf" "$T/base.json" >/d
 check "…another user is not affected" test "$(json_field reason)" = exited
 kill -9 $c1
 wait $c1 2>/dev/null
+ld_stop
+
+# One sandbox at a time: back-to-back sandboxes all run, the previous one no longer counting once
+# its exit was reported (even while its init is still going away).
+cat >"$T/floor.json" <<EOF2
+{"perUser": {"maxSandboxes": 1}}
+EOF2
+ld_start
+make_plan "$T/one.json" '["/bin/true"]'
+ld_run --user $TEST_USER1 $STD_FDS --repeat 50 "$T/one.json" >/dev/null 2>&1
+check "maxSandboxes 1: 50 back-to-back sandboxes over one connection all run" \
+	test "$?/$(json_field reason)" = "0/exited"
 ld_stop
 
 cat >"$T/floor.json" <<EOF2
