@@ -6,7 +6,7 @@
  *   1  the attempt was refused (errno printed),
  *   2  usage or a set-up problem of the probe itself.
  * A few subcommands are helpers rather than attempts (sleep-tree, fds, env, alloc, forkloop,
- * netns, ns, abstract-listen, tcp-listen),
+ * netns, ns, securebits, abstract-listen, tcp-listen),
  * documented with each.
  */
 #define _GNU_SOURCE
@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -296,6 +297,17 @@ static int try_sockets_exotic(void)
 	return try_socket_list(socks, sizeof(socks) / sizeof(socks[0]));
 }
 
+/* Helper ("securebits"): print our securebits, in hex. */
+static int show_securebits(void)
+{
+	int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+
+	if (bits < 0)
+		return refused("prctl(PR_GET_SECUREBITS)");
+	printf("%#x\n", (unsigned)bits);
+	return 0;
+}
+
 /* Helpers ("netns", "ns KIND..."): print our namespaces of each kind ("net:[N]"), one a line. */
 static int show_ns(int n_kinds, char *const *kinds)
 {
@@ -508,6 +520,8 @@ int main(int argc, char **argv)
 		return show_ns(1, (char *const[]){ (char *)"net" });
 	if (!strcmp(cmd, "ns"))
 		return show_ns(argc - 2, argv + 2);
+	if (!strcmp(cmd, "securebits"))
+		return show_securebits();
 	if (!strcmp(cmd, "personality"))
 		return try_personality();
 	if (!strcmp(cmd, "keyctl"))

@@ -5,7 +5,7 @@
 . "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
 ld_require_root
 ld_start
-plan 20
+plan 21
 
 run_sh() { make_plan "$T/p.json" "$(jq -nc --arg c "$1" '["/bin/sh","-c",$c]')"; shift; ld_run "$@" $STD_FDS "$T/p.json"; }
 
@@ -30,6 +30,12 @@ check "runs as the connecting user (SO_PEERCRED), not root" test "$(echo $out)" 
 out=$(run_sh 'grep -E "^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):" /proc/self/status | tr -s "\t" " "' --user $TEST_USER1)
 check "zero capabilities in every set, bounding set empty" test "$(echo "$out" | grep -c ' 0000000000000000')" = 5
 check "no_new_privs set and seccomp filtering" test "$(echo "$out" | grep -E 'NoNewPrivs|Seccomp:' | tr '\n' ' ')" = "NoNewPrivs: 1 Seccomp: 2 "
+# Securebits, so that even a uid-0 sandbox regains nothing by exec or setuid: noroot,
+# no-setuid-fixup, keep-caps off, no-ambient-raise, each locked (0xef), as a user, as root, and
+# in user mode.
+make_plan "$T/sb.json" '["/probe/probe", "securebits"]'
+sb="$(ld_run --user $TEST_USER1 $STD_FDS "$T/sb.json" 2>>"$T/client.log") $(ld_run $STD_FDS "$T/sb.json" 2>>"$T/client.log") $(ld_run --user-mode --user $TEST_USER1 $STD_FDS "$T/sb.json" 2>>"$T/client.log")"
+check "securebits noroot, no-setuid-fixup, no-ambient-raise, all locked ($sb)" test "$sb" = "0xef 0xef 0xef"
 
 out=$(run_sh 'echo $$; hostname; ls /')
 check "payload is pid 2 of its own pid namespace (under cordon's init), hostname cordon" test "$(echo $out | cut -d' ' -f1-2)" = "2 cordon"
