@@ -133,37 +133,34 @@ static int map_self(uid_t uid, gid_t gid)
 	return write_proc_self("gid_map", line);
 }
 
+/* The securebits every sandbox runs with: uid 0 gains nothing by exec (noroot), a uid switch
+ * leaves the capability sets alone (no-setuid-fixup: set before the identity step's switch, so
+ * that the capabilities step still holds CAP_SETPCAP without PR_SET_KEEPCAPS), keep-caps stays
+ * off, and no ambient capability can be raised; each locked. */
+#define SANDBOX_SECUREBITS                                                                       \
+	(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |                         \
+	 SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | \
+	 SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
+
 static int drop_capabilities(void)
 {
-	const cap_value_t setpcap = CAP_SETPCAP;
-	cap_t caps;
+	cap_t none;
 	int r = 0;
 
-	caps = cap_get_proc();
-	if (!caps)
-		return -errno;
-	/* Kept across the uid switch by PR_SET_KEEPCAPS; raise it to edit the bounding set. */
-	if (cap_set_flag(caps, CAP_EFFECTIVE, 1, &setpcap, CAP_SET) < 0 || cap_set_proc(caps) < 0)
-		goto fail;
 	/* Reading is cheap, dropping allocates new credentials: drop only what is there (in
-	 * privileged mode nothing: launcherd emptied its own bounding set at start). */
+	 * privileged mode nothing: launcherd emptied its own bounding set at start). CAP_SETPCAP
+	 * is still effective: the uid switch changed no capability set (no-setuid-fixup). */
 	for (cap_value_t c = 0; c < cap_max_bits(); c++)
 		if (cap_get_bound(c) > 0 && cap_drop_bound(c) < 0)
-			goto fail;
-	/* A uid-0 sandbox must not regain capabilities by exec or by setuid(0). */
-	if (cap_set_secbits(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-			    SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-			    SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
-		goto fail;
-	if (cap_reset_ambient() < 0)
-		goto fail;
-	if (cap_clear(caps) < 0 || cap_set_proc(caps) < 0)
-		goto fail;
-	(void)cap_free(caps);
-	return 0;
-fail:
-	r = negative_errno();
-	(void)cap_free(caps);
+			return negative_errno();
+	/* Then permitted, effective and inheritable emptied in one go; the ambient set goes with
+	 * them (the kernel keeps it within permitted and inheritable). */
+	none = cap_init();
+	if (!none)
+		return -ENOMEM;
+	if (cap_set_proc(none) < 0)
+		r = negative_errno();
+	(void)cap_free(none);
 	return r;
 }
 
@@ -359,11 +356,12 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
  *                 scheduling every new session allocates a task group (≈0.1 ms, multi-ms
  *                 tails). Also restore the signal mask launcherd blocks for its signalfd.
  *  rlimit         while we may still raise hard limits.
- *  identity       supplementary groups, gid, uid of the requester (SO_PEERCRED, never a request
- *                 field). PR_SET_KEEPCAPS carries the permitted set over the uid switch only so
- *                 that the next step can still edit the bounding set.
- *  capabilities   empty bounding, permitted, effective, inheritable and ambient sets; locked
- *                 securebits so that even uid 0 cannot regain any.
+ *  identity       locked securebits first (SANDBOX_SECUREBITS: even uid 0 can regain nothing,
+ *                 and the uid switch leaves the capability sets to the next step), then
+ *                 supplementary groups, gid, uid of the requester (SO_PEERCRED, never a request
+ *                 field).
+ *  capabilities   empty bounding set, then permitted, effective, inheritable and ambient sets
+ *                 emptied in one capset.
  *  no-new-privs   required for unprivileged seccomp, and makes setuid/file caps inert.
  *  landlock       after the identity switch: its rules name paths inside the new root, opened
  *                 as the user. Before seccomp, which would otherwise have to allow its calls.
@@ -501,7 +499,7 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	/* identity */
 	if (!ctx->userns && setgroups(ctx->n_groups, ctx->groups) < 0)
 		fail(ctx, STEP_IDENTITY, errno, -1);
-	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+	if (prctl(PR_SET_SECUREBITS, SANDBOX_SECUREBITS, 0, 0, 0) < 0)
 		fail(ctx, STEP_IDENTITY, errno, -1);
 	if (setresgid(ctx->gid, ctx->gid, ctx->gid) < 0)
 		fail(ctx, STEP_IDENTITY, errno, -1);
