@@ -356,10 +356,10 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
  *                 scheduling every new session allocates a task group (≈0.1 ms, multi-ms
  *                 tails). Also restore the signal mask launcherd blocks for its signalfd.
  *  rlimit         while we may still raise hard limits.
- *  identity       locked securebits first (SANDBOX_SECUREBITS: even uid 0 can regain nothing,
- *                 and the uid switch leaves the capability sets to the next step), then
- *                 supplementary groups, gid, uid of the requester (SO_PEERCRED, never a request
- *                 field).
+ *  identity       the requester's supplementary groups, then locked securebits
+ *                 (SANDBOX_SECUREBITS: even uid 0 can regain nothing, and the uid switch
+ *                 leaves the capability sets to the next step), then its gid and uid
+ *                 (SO_PEERCRED, never a request field).
  *  capabilities   empty bounding set, then permitted, effective, inheritable and ambient sets
  *                 emptied in one capset.
  *  no-new-privs   required for unprivileged seccomp, and makes setuid/file caps inert.
