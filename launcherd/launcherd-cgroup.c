@@ -61,17 +61,20 @@ static char *own_cgroup(const char *controller)
 	return NULL;
 }
 
-static int write_string(const char *dir, const char *file, const char *value)
+static int write_string_at(int dir, const char *file, const char *value)
 {
-	_cleanup_free_ char *p = strdup_printf("%s/%s", dir, file);
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int fd = openat(dir, file, O_WRONLY | O_CLOEXEC);
 
-	if (!p)
-		return -ENOMEM;
-	fd = open(p, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	return loop_write(fd, value, strlen(value));
+}
+
+static int write_string(const char *dir, const char *file, const char *value)
+{
+	_cleanup_free_ char *p = strdup_printf("%s/%s", dir, file);
+
+	return p ? write_string_at(AT_FDCWD, p, value) : -ENOMEM;
 }
 
 static bool file_has_word(const char *path, const char *word)
@@ -176,15 +179,6 @@ void sandbox_cgroup_init(struct sandbox_cgroup *cg)
 	*cg = (struct sandbox_cgroup){ .events_fds = { -1, -1 } };
 }
 
-static int write_string_at(int dir, const char *file, const char *value)
-{
-	_cleanup_close_ int fd = openat(dir, file, O_WRONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	return loop_write(fd, value, strlen(value));
-}
-
 static int write_u64_at(int dir, const char *file, uint64_t value)
 {
 	char v[32];
@@ -225,27 +219,27 @@ static int attach(int dir, pid_t pid, const char *events, int *ret_events_fd)
 int sandbox_cgroup_create(const struct cgroup_setup *s, const char *id, uint64_t pids_max,
 			  uint64_t memory_max, pid_t pid, struct sandbox_cgroup *cg)
 {
-	_cleanup_close_ int pids = -1, mem = -1;
+	_cleanup_close_ int dir = -1, pids = -1, mem = -1; /* v2; v1 */
 	int r;
 
 	switch (s->kind) {
 	case CGROUP_V2:
-		r = create_one(s->v2_base, id, &cg->paths[0], &pids);
+		r = create_one(s->v2_base, id, &cg->paths[0], &dir);
 		if (r < 0)
 			return r;
-		if (pids_max && (r = write_u64_at(pids, "pids.max", pids_max)) < 0)
+		if (pids_max && (r = write_u64_at(dir, "pids.max", pids_max)) < 0)
 			return r;
 		if (memory_max) {
-			r = write_u64_at(pids, "memory.max", memory_max);
+			r = write_u64_at(dir, "memory.max", memory_max);
 			if (r < 0)
 				return r;
 			/* No swap: the limit is on memory, not on what can be pushed out. */
-			(void)write_string_at(pids, "memory.swap.max", "0");
+			(void)write_string_at(dir, "memory.swap.max", "0");
 		}
-		r = attach(pids, pid, "pids.events", &cg->events_fds[0]);
+		r = attach(dir, pid, "pids.events", &cg->events_fds[0]);
 		if (r < 0)
 			return r;
-		cg->events_fds[1] = openat(pids, "memory.events", O_RDONLY | O_CLOEXEC);
+		cg->events_fds[1] = openat(dir, "memory.events", O_RDONLY | O_CLOEXEC);
 		return cg->events_fds[1] < 0 ? -errno : 0;
 	case CGROUP_V1:
 		if (pids_max) {
