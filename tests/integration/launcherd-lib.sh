@@ -225,24 +225,32 @@ tap_done() {
 
 # Sandbox cgroups are shared by every launcherd on the host, and make check runs tests in
 # parallel: count as leaked only a cgroup that appeared since cg_snapshot, holds no process, and
-# is still there, still empty, a while later (another test's sandbox has either started or been
-# removed by then).
+# is still there, still empty, 6 s later. Another test's sandbox has either started or been
+# removed by then: launcherd retries the removal of a cgroup a dying task still pins for 5 s at
+# most (a v1 memory cgroup after an OOM kill can take a while), so only a real leak outlasts it.
 cg_list() {
 	ls -d /sys/fs/cgroup/pids/cordon/sb-* /sys/fs/cgroup/memory/*/*/cordon/sb-* \
 		/sys/fs/cgroup/memory/cordon/sb-* 2>/dev/null | sort
 }
 cg_snapshot() { cg_list >"$1"; }
+cg_empty() { [ -d "$1" ] && [ ! -s "$1/cgroup.procs" ]; }
 cg_leaked_since() {
-	local d n=0 suspects=
+	local d n=0 suspects= left
 	sleep 0.3
 	for d in $(comm -13 "$1" <(cg_list)); do
-		[ -d "$d" ] && [ ! -s "$d/cgroup.procs" ] && suspects="$suspects $d"
+		cg_empty "$d" && suspects="$suspects $d"
 	done
-	# Look twice: under load another test's sandbox can be caught just after its cgroup was
-	# made and before its first process joined, or just before its cgroup is removed.
-	[ -n "$suspects" ] && sleep 0.5
+	for _ in $(seq 1 60); do
+		[ -n "$suspects" ] || break
+		left=
+		for d in $suspects; do
+			cg_empty "$d" && left="$left $d"
+		done
+		suspects=$left
+		[ -n "$suspects" ] && sleep 0.1
+	done
 	for d in $suspects; do
-		[ -d "$d" ] && [ ! -s "$d/cgroup.procs" ] && n=$((n + 1))
+		n=$((n + 1))
 	done
 	echo $n
 }
