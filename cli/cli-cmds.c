@@ -19,8 +19,7 @@
 #define CORDON_LIBEXECDIR "/usr/local/libexec"
 #endif
 
-/* Parse "[--json] [-h]" plus the given extra options; returns optind or a negative exit code. */
-static int simple_opts(struct cli *cli, int argc, char **argv, const char *usage_text)
+int cli_simple_opts(struct cli *cli, int argc, char **argv, const char *usage_text, bool anywhere)
 {
 	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
 					      { "help", no_argument, NULL, 'h' },
@@ -28,14 +27,14 @@ static int simple_opts(struct cli *cli, int argc, char **argv, const char *usage
 	int c;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, anywhere ? "h" : "+h", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'j':
 			cli->json = true;
 			break;
 		case 'h':
 			printf("%s", usage_text);
-			return -CLI_EXIT_OK - 1000;
+			return CLI_OPTS_HELP;
 		default:
 			fprintf(stderr, "%s", usage_text);
 			return -CLI_EXIT_USAGE;
@@ -44,23 +43,15 @@ static int simple_opts(struct cli *cli, int argc, char **argv, const char *usage
 	return optind;
 }
 
-#define OPTS_OR_RETURN(cli, argc, argv, text)                                 \
-	({                                                                    \
-		int _o = simple_opts(cli, argc, argv, text);                  \
-		if (_o < 0)                                                   \
-			return _o == -CLI_EXIT_OK - 1000 ? CLI_EXIT_OK : -_o; \
-		_o;                                                           \
-	})
-
 /*
  * "[--json] [-h] SUB ARG..." of a command with subcommands: the index of SUB in subs[] (NULL
  * terminated), with *ret_next the index of its first argument; or a negative code as
- * simple_opts() returns one (usage printed).
+ * cli_simple_opts() returns one (usage printed).
  */
 static int subcommand(struct cli *cli, int argc, char **argv, const char *usage_text,
 		      const char *cmd, const char *const *subs, int *ret_next)
 {
-	int i = simple_opts(cli, argc, argv, usage_text);
+	int i = cli_simple_opts(cli, argc, argv, usage_text, false);
 
 	if (i < 0)
 		return i;
@@ -77,12 +68,12 @@ static int subcommand(struct cli *cli, int argc, char **argv, const char *usage_
 	return -CLI_EXIT_USAGE;
 }
 
-#define SUBCOMMAND_OR_RETURN(cli, argc, argv, text, cmd, subs, next)          \
-	({                                                                    \
-		int _s = subcommand(cli, argc, argv, text, cmd, subs, next);  \
-		if (_s < 0)                                                   \
-			return _s == -CLI_EXIT_OK - 1000 ? CLI_EXIT_OK : -_s; \
-		_s;                                                           \
+#define SUBCOMMAND_OR_RETURN(cli, argc, argv, text, cmd, subs, next)         \
+	({                                                                   \
+		int _s = subcommand(cli, argc, argv, text, cmd, subs, next); \
+		if (_s < 0)                                                  \
+			return _s == CLI_OPTS_HELP ? CLI_EXIT_OK : -_s;      \
+		_s;                                                          \
 	})
 
 /* Connect, call, report an error; on success *ret holds the result. */
@@ -117,7 +108,7 @@ int cli_cmd_ps(struct cli *cli, int argc, char **argv)
 	size_t i;
 	int r;
 
-	(void)OPTS_OR_RETURN(
+	(void)CLI_OPTS_OR_RETURN(
 		cli, argc, argv,
 		"Usage: cordon ps [--json]\n\nList this user's sandboxed processes.\n");
 	r = call_simple(cli, "process.list", json_object(), &result, "ps");
@@ -209,9 +200,10 @@ int cli_cmd_wait(struct cli *cli, int argc, char **argv)
 	_cleanup_json_ json_t *result = NULL;
 	int i, r, code, sig;
 
-	i = OPTS_OR_RETURN(cli, argc, argv,
-			   "Usage: cordon wait [--json] ID\n\nWait for a sandboxed process to end; "
-			   "exit with its status.\n");
+	i = CLI_OPTS_OR_RETURN(
+		cli, argc, argv,
+		"Usage: cordon wait [--json] ID\n\nWait for a sandboxed process to end; "
+		"exit with its status.\n");
 	if (i != argc - 1) {
 		fprintf(stderr, "Usage: cordon wait [--json] ID\n");
 		return CLI_EXIT_USAGE;
@@ -308,9 +300,10 @@ int cli_cmd_doctor(struct cli *cli, int argc, char **argv)
 	size_t i;
 	int r;
 
-	(void)OPTS_OR_RETURN(cli, argc, argv,
-			     "Usage: cordon doctor [--json]\n\nShow what this host supports for "
-			     "sandboxing, with a hint for each missing piece.\n");
+	(void)CLI_OPTS_OR_RETURN(
+		cli, argc, argv,
+		"Usage: cordon doctor [--json]\n\nShow what this host supports for "
+		"sandboxing, with a hint for each missing piece.\n");
 	r = call_simple(cli, "host.doctor", json_object(), &result, "doctor");
 	if (r != CLI_EXIT_OK)
 		return r;
@@ -518,7 +511,7 @@ int cli_cmd_net(struct cli *cli, int argc, char **argv)
 	_cleanup_json_ json_t *result = NULL;
 	int i, r;
 
-	i = OPTS_OR_RETURN(cli, argc, argv, usage_text);
+	i = CLI_OPTS_OR_RETURN(cli, argc, argv, usage_text);
 	if (argc - i != 3 || (!streq(argv[i], "allow") && !streq(argv[i], "deny"))) {
 		fprintf(stderr, "%s", usage_text);
 		return CLI_EXIT_USAGE;

@@ -122,28 +122,15 @@ int cli_cmd_secret(struct cli *cli, int argc, char **argv)
 		"without echo (stdin is a terminal) or from stdin, never from the command line.\n"
 		"Empty input changes nothing. clear: remove the stored value.\n"
 		"Values are encrypted at rest and never shown; the next activation of REF uses them.\n";
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
-					      { "help", no_argument, NULL, 'h' },
-					      {} };
 	_cleanup_json_ json_t *result = NULL;
 	const char *pos[3];
-	int n = 0, c, r;
+	int n = 0, first, r;
 
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
-		switch (c) {
-		case 'j':
-			cli->json = true;
-			break;
-		case 'h':
-			printf("%s", usage_text);
-			return CLI_EXIT_OK;
-		default:
-			fprintf(stderr, "%s", usage_text);
-			return CLI_EXIT_USAGE;
-		}
-	}
-	for (int i = optind; i < argc; i++) {
+	/* Options anywhere: "cordon secret set REF FIELD --json". */
+	first = cli_simple_opts(cli, argc, argv, usage_text, true);
+	if (first < 0)
+		return first == CLI_OPTS_HELP ? CLI_EXIT_OK : -first;
+	for (int i = first; i < argc; i++) {
 		if (n == 3) {
 			fprintf(stderr,
 				"cordon: secret: too many arguments (a value is never given on the "

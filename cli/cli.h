@@ -68,6 +68,23 @@ int cli_cmd_controller(struct cli *cli, int argc, char **argv);
 int cli_cmd_backend(struct cli *cli, int argc, char **argv);
 int cli_cmd_net(struct cli *cli, int argc, char **argv);
 int cli_cmd_secret(struct cli *cli, int argc, char **argv);
+
+/*
+ * "[--json] [-h]" of a command without options of its own: optind; or, usage printed,
+ * CLI_OPTS_HELP (-h) or -CLI_EXIT_USAGE. anywhere: the options may follow the arguments
+ * (getopt's permutation), else they end at the first argument.
+ */
+#define CLI_OPTS_HELP (-CLI_EXIT_OK - 1000)
+int cli_simple_opts(struct cli *cli, int argc, char **argv, const char *usage_text, bool anywhere);
+/* cli_simple_opts() (options before the arguments), returning the exit code on -h or a
+ * usage error. */
+#define CLI_OPTS_OR_RETURN(cli, argc, argv, text)                       \
+	({                                                              \
+		int _o = cli_simple_opts(cli, argc, argv, text, false); \
+		if (_o < 0)                                             \
+			return _o == CLI_OPTS_HELP ? CLI_EXIT_OK : -_o; \
+		_o;                                                     \
+	})
 int cli_cmd_pack(struct cli *cli, int argc, char **argv);
 /* Connect if needed, call, report an error reply (returning its exit code); params is stolen. */
 int cli_call_simple(struct cli *cli, const char *method, json_t *params, json_t **ret,
