@@ -23,12 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-controller.h"
 #include "bench/bench-stats.h"
 #include "common/json-cleanup.h"
 #include "common/paths.h"
@@ -45,24 +44,6 @@ struct shared {
 	volatile long failed; /* activations that returned an error */
 	double wall_us[4096]; /* wall time of each completed activation (first 4096) */
 };
-
-static struct jsonrpc_conn *connect_to(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct jsonrpc_conn *conn;
-	int fd;
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr,
-			"bench-activation: cannot connect to %s: %m (start it: cordon ps)\n", path);
-		exit(1);
-	}
-	if (jsonrpc_conn_new(fd, &conn) < 0)
-		exit(1);
-	return conn;
-}
 
 /* One call; the reply's result, or NULL (error printed once per kind by the caller). */
 static json_t *call(struct jsonrpc_conn *conn, json_int_t id, const char *method, json_t *params)
@@ -100,7 +81,7 @@ static json_t *call(struct jsonrpc_conn *conn, json_int_t id, const char *method
 
 static void activator(const char *path, const char *backend, struct shared *sh)
 {
-	struct jsonrpc_conn *conn = connect_to(path);
+	struct jsonrpc_conn *conn = bench_controller_connect("bench-activation", path);
 	json_int_t id = 1;
 
 	while (!sh->stop) {
@@ -214,7 +195,7 @@ int main(int argc, char **argv)
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
 		return 1;
-	conn = connect_to(path);
+	conn = bench_controller_connect("bench-activation", path);
 	ctl = controller_pid(path);
 	child = fork();
 	if (child < 0)

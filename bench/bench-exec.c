@@ -16,12 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-controller.h"
 #include "bench/bench-stats.h"
 #include "common/json-cleanup.h"
 #include "common/paths.h"
@@ -42,24 +41,6 @@ static double fork_exec(const char *prog)
 	}
 	waitpid(pid, &status, 0);
 	return bench_now_us() - t0;
-}
-
-static struct jsonrpc_conn *connect_to(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct jsonrpc_conn *conn;
-	int fd;
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "bench-exec: cannot connect to %s: %m (start it: cordon ps)\n",
-			path);
-		exit(1);
-	}
-	if (jsonrpc_conn_new(fd, &conn) < 0)
-		exit(1);
-	return conn;
 }
 
 /* One process.exec of /bin/true round trip, in microseconds. */
@@ -118,7 +99,7 @@ int main(int argc, char **argv)
 		return 1;
 	b = calloc(rounds * n_sockets, sizeof(double));
 	for (size_t k = 0; k < n_sockets; k++) {
-		conn[k] = connect_to(paths[k]);
+		conn[k] = bench_controller_connect("bench-exec", paths[k]);
 		a[k] = calloc(rounds, sizeof(double));
 		d[k] = calloc(rounds, sizeof(double));
 		for (json_int_t w = 1; w <= 10; w++) /* warm-up: the controller's plan cache */

@@ -6,16 +6,18 @@
 ##   bench/bench-activation  process.exec during continuous activations vs idle; activation cost
 ## Shared by every benchmark: the clock and the order statistics.
 BENCH_STATS = %reldir%/bench-stats.c %reldir%/bench-stats.h
+## And by those that talk to a running controller: the connection.
+BENCH_CONTROLLER = %reldir%/bench-controller.c %reldir%/bench-controller.h
 EXTRA_PROGRAMS = bench/spawn bench/bench-paired bench/bench-exec bench/proxy-throughput \
 	bench/bench-activation
 bench_spawn_SOURCES = %reldir%/spawn.c $(BENCH_STATS)
 bench_spawn_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_spawn_LDADD = libctl_launcher.a libipc.a libcommon.a $(JANSSON_LIBS)
 bench_bench_paired_SOURCES = %reldir%/bench-paired.c $(BENCH_STATS)
-bench_bench_exec_SOURCES = %reldir%/bench-exec.c $(BENCH_STATS)
+bench_bench_exec_SOURCES = %reldir%/bench-exec.c $(BENCH_STATS) $(BENCH_CONTROLLER)
 bench_bench_exec_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_bench_exec_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
-bench_bench_activation_SOURCES = %reldir%/bench-activation.c $(BENCH_STATS)
+bench_bench_activation_SOURCES = %reldir%/bench-activation.c $(BENCH_STATS) $(BENCH_CONTROLLER)
 bench_bench_activation_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_bench_activation_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
 bench_proxy_throughput_SOURCES = %reldir%/proxy-throughput.c $(BENCH_STATS)
