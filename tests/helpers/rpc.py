@@ -3,6 +3,7 @@ import array
 import json
 import socket
 import sys
+import time
 import traceback
 
 
@@ -51,6 +52,21 @@ class Conn:
 
     def call(self, method, params=None, fds=(), timeout=30):
         return self.wait(self.request(method, params, fds), timeout)
+
+    def wait_event(self, kind, match=lambda params: True, seconds=10):
+        """On a connection subscribed to events: the params of the first event of type kind
+        for which match(params) holds, within seconds; None if none came (or EOF)."""
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            try:
+                m = self.read_msg(timeout=max(0.01, deadline - time.time()))
+            except socket.timeout:
+                return None
+            if m is None:
+                return None
+            if m.get("method") == "event" and m["params"]["type"] == kind and match(m["params"]):
+                return m["params"]
+        return None
 
     def close(self):
         self.sock.close()

@@ -45,12 +45,7 @@ e = Conn(SOCK)
 e.call("events.subscribe", {"follow": True})
 c.call("process.signal", {"processId": old_pid, "signal": 9})
 c.call("process.wait", {"processId": old_pid})
-disposed = False
-deadline = time.time() + 10
-while time.time() < deadline and not disposed:
-    m = e.read_msg(timeout=10)
-    if m and m.get("method") == "event" and m["params"]["type"] == "backend-disposed":
-        disposed = m["params"]["launcher"] == first
+disposed = e.wait_event("backend-disposed", lambda p: p["launcher"] == first)
 t.ok(disposed, "the old launcher is disposed when its last process ends")
 e.close()
 

@@ -203,12 +203,7 @@ r = call(c, "backend.activate", {"backend": REF, "settings": {"failAt": "dispose
 bad_inst = r.get("result", {}).get("launcher")
 r = call(c, "backend.activate", {"backend": "builtin:auto"})
 t.ok("result" in r and active(c)[0] == "builtin:auto", "with failAt=dispose the next activation still succeeds", r)
-warned = False
-deadline = time.time() + 10
-while time.time() < deadline and not warned:
-    m = ev.read_msg(timeout=10)
-    if m and m.get("method") == "event" and m["params"]["type"] == "backend-cleanup-failed":
-        warned = m["params"]["launcher"] == bad_inst
+warned = ev.wait_event("backend-cleanup-failed", lambda p: p["launcher"] == bad_inst)
 t.ok(warned, "a backend-cleanup-failed warning names the old instance")
 log = os.path.join(STATE, "controller.log")
 retried = False
