@@ -148,7 +148,8 @@ _noreturn_ static void netns_helper(int sock)
 	}
 }
 
-_Static_assert(MNTNS_POOL_SIZE <= NS_SLOTS_MAX && IPCNS_POOL_SIZE <= NS_SLOTS_MAX,
+_Static_assert(NETNS_POOL_SIZE <= NS_SLOTS_MAX && MNTNS_POOL_SIZE <= NS_SLOTS_MAX &&
+		       IPCNS_POOL_SIZE <= NS_SLOTS_MAX,
 	       "struct ns_slots too small");
 
 static bool slots_request(struct netns_pool *p, struct ns_slots *sl, size_t size, char byte)
@@ -163,12 +164,8 @@ static bool slots_request(struct netns_pool *p, struct ns_slots *sl, size_t size
 
 static void pool_request(struct netns_pool *p)
 {
-	while (p->sock >= 0 && p->n + p->requested < NETNS_POOL_SIZE) {
-		if (write(p->sock, "w", 1) != 1)
-			return;
-		p->requested++;
-	}
-	if (slots_request(p, &p->mnt, MNTNS_POOL_SIZE, 'm'))
+	if (slots_request(p, &p->net, NETNS_POOL_SIZE, 'w') &&
+	    slots_request(p, &p->mnt, MNTNS_POOL_SIZE, 'm'))
 		(void)slots_request(p, &p->ipc, IPCNS_POOL_SIZE, 'i');
 }
 
@@ -221,12 +218,7 @@ static int on_pool(struct event_source *s, int fd, uint32_t revents, void *userd
 		netns_pool_stop(p);
 		return 0;
 	}
-	if (p->requested)
-		p->requested--;
-	if (p->n < NETNS_POOL_SIZE)
-		p->fds[p->n++] = nsfd[0];
-	else
-		safe_close(nsfd[0]);
+	slots_receive(&p->net, NETNS_POOL_SIZE, nsfd, n_fds, "network");
 	return 0;
 }
 
@@ -235,7 +227,9 @@ int netns_pool_start(struct netns_pool *p, struct event_loop *loop, bool mntns)
 	int sv[2], r;
 	pid_t pid;
 
-	*p = (struct netns_pool){ .sock = -1, .mnt.enabled = mntns, .ipc.enabled = true };
+	*p = (struct netns_pool){
+		.sock = -1, .net.enabled = true, .mnt.enabled = mntns, .ipc.enabled = true
+	};
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	pid = fork();
@@ -271,7 +265,7 @@ static int pool_pop(struct netns_pool *p, int *fds, size_t *n)
 
 int netns_pool_take(struct netns_pool *p)
 {
-	return pool_pop(p, p->fds, &p->n);
+	return pool_pop(p, p->net.fds, &p->net.n);
 }
 
 int netns_pool_take_mnt(struct netns_pool *p)
@@ -326,9 +320,7 @@ void netns_pool_stop(struct netns_pool *p)
 	event_source_free(p->src);
 	p->src = NULL;
 	p->sock = safe_close(p->sock);
-	close_many(p->fds, p->n);
-	p->n = 0;
-	p->requested = 0;
+	slots_clear(&p->net);
 	slots_clear(&p->mnt);
 	slots_clear(&p->ipc);
 	for (size_t i = 0; i < p->n_shared; i++)

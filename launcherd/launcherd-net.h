@@ -73,9 +73,7 @@ struct ns_slots {
 struct netns_pool {
 	int sock; /* to the helper; -1 when there is no pool */
 	pid_t helper;
-	int fds[NETNS_POOL_SIZE];
-	size_t n;
-	unsigned requested;  /* asked of the helper, not received yet */
+	struct ns_slots net; /* NETNS_POOL_SIZE fresh network namespaces */
 	struct ns_slots mnt; /* MNTNS_POOL_SIZE of them, when the helper can */
 	struct ns_slots ipc; /* IPCNS_POOL_SIZE */
 	struct event_source *src;
