@@ -305,15 +305,16 @@ static int on_status(struct event_source *src, int fd, uint32_t revents, void *u
 	return 0;
 }
 
-/* The init's report, when it wrote one: true and *ret filled. Never blocks. */
-static bool read_report(struct sandbox *s, struct apply_report *ret)
+/* The init's report into s->report, when it wrote one: true and s->have_report set. Never
+ * blocks. */
+static bool read_report(struct sandbox *s)
 {
 	ssize_t n;
 
 	if (s->report_fd < 0)
 		return false;
 	do
-		n = read(s->report_fd, ret, sizeof(*ret));
+		n = read(s->report_fd, &s->report, sizeof(s->report));
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return false;
@@ -321,7 +322,8 @@ static bool read_report(struct sandbox *s, struct apply_report *ret)
 	event_source_free(s->report_src);
 	s->report_src = NULL;
 	s->report_fd = safe_close(s->report_fd);
-	return n == (ssize_t)sizeof(*ret);
+	s->have_report = n == (ssize_t)sizeof(s->report);
+	return s->have_report;
 }
 
 /* "exit": from the init's report of the command's status (rep), else from the init's own (si:
@@ -368,14 +370,9 @@ static void send_exit(struct sandbox *s, const struct apply_report *rep, const s
 static int on_report(struct event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct sandbox *s = userdata;
-	struct apply_report rep;
 
-	if (read_report(s, &rep)) {
-		s->report = rep;
-		s->have_report = true;
-		if (rep.alone && s->state == SB_RUNNING)
-			send_exit(s, &rep, NULL);
-	}
+	if (read_report(s) && s->report.alone && s->state == SB_RUNNING)
+		send_exit(s, &s->report, NULL);
 	return 0;
 }
 
@@ -396,12 +393,8 @@ static int on_pidfd(struct event_source *src, int fd, uint32_t revents, void *us
 	if (s->state == SB_SETTING_UP)
 		(void)status_resolve(s);
 	if (s->state == SB_RUNNING) {
-		struct apply_report rep;
-
-		if (!s->have_report && read_report(s, &rep)) {
-			s->report = rep;
-			s->have_report = true;
-		}
+		if (!s->have_report)
+			(void)read_report(s);
 		send_exit(s, s->have_report ? &s->report : NULL, &si);
 	}
 	sandbox_free(s);
