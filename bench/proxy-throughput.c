@@ -5,25 +5,29 @@
  *   bench/proxy-throughput [--mib N] [--rounds R] [--connects K] [--buffer BYTES]
  *                          [--pipe-max BYTES] [--copy-only]
  *
- * A forked server on 127.0.0.1 (sink: read to EOF, then close; echo: answer one byte) and the
- * proxy engine in a forked child on its own event loop, with rules allowing "bench.test" pinned
- * to 127.0.0.1. Then, paired and interleaved:
- *   throughput  N MiB (default 256) client → server, directly and through a CONNECT tunnel,
- *               timed from the first byte to the server's close; R rounds (default 11), the
- *               order within a pair alternating; same client (128 KiB writes, TCP_NODELAY)
- *               and server on both paths, only the tunnel differs;
+ * A forked server on 127.0.0.1 (sink: read to EOF, then close; source: send the bytes asked
+ * for, then close; echo: answer one byte) and the proxy engine in a forked child on its own event
+ * loop, with rules allowing "bench.test" pinned to 127.0.0.1. Then, paired and interleaved:
+ *   throughput  N MiB (default 256) each way, directly and through a CONNECT tunnel: upload
+ *               (client → server, timed from the first byte to the server's close) and download
+ *               (server → client, timed from the request to the client's EOF); R rounds
+ *               (default 11), the order within a pair alternating; the same client and server
+ *               (128 KiB reads and writes, TCP_NODELAY) on both paths, only the tunnel differs;
  *   latency     K times (default 500) connect + one-byte echo directly, and connect + CONNECT +
  *               200 + one-byte echo through the proxy; the difference is what a CONNECT adds.
- * Reports medians: throughput each way and the per-pair ratio, and the added latency; and where
- * the time goes: the CPU time (/proc/PID/schedstat) client, server and proxy spent per GiB on
- * each path. With fewer free cores than the three processes, the ratio is bounded by the ratio
- * of those totals. --copy-only relays through the engine's buffers instead of splice() pipes.
+ * Reports medians: throughput each way and path and the per-pair ratio, and the added latency;
+ * and where the time goes: the CPU time (/proc/PID/schedstat) client, server and proxy spent
+ * per GiB on each path, and how often each was put on a CPU per MiB (wake-ups). With fewer free
+ * cores than the three processes, the proxy path is bounded by its total over the cores: the
+ * ratio that bound allows is printed.
+ * --copy-only relays through the engine's buffers instead of splice() pipes.
  * Not a test: numbers depend on the machine.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -77,10 +81,14 @@ static int connect_port(unsigned port)
 	return fd;
 }
 
-/* One connection at a time: first byte 'e' echoes one byte; 's' sinks to EOF. */
+/*
+ * One connection at a time: first byte 'e' echoes one byte; 's' sinks to EOF; 'd' and a
+ * 64-bit count sends that many bytes.
+ */
 _noreturn_ static void server(int lfd)
 {
 	static char buf[1 << 17];
+	uint64_t left;
 
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), one = 1;
@@ -92,7 +100,18 @@ _noreturn_ static void server(int lfd)
 		if (read(fd, &mode, 1) == 1) {
 			if (mode == 'e')
 				(void)loop_write(fd, "e", 1);
-			else
+			else if (mode == 'd') {
+				if (read(fd, &left, sizeof(left)) != sizeof(left))
+					left = 0;
+				memset(buf, 'x', sizeof(buf));
+				while (left > 0) {
+					size_t k = left < sizeof(buf) ? (size_t)left : sizeof(buf);
+
+					if (loop_write(fd, buf, k) < 0)
+						break;
+					left -= k;
+				}
+			} else
 				while (read(fd, buf, sizeof(buf)) > 0)
 					;
 		}
@@ -150,13 +169,35 @@ static int tunnel(unsigned proxy_port, unsigned upstream)
 	return fd;
 }
 
+/* Seconds to have the server send bytes through fd and see its close. */
+static double download(int fd, uint64_t bytes)
+{
+	static char buf[1 << 17];
+	unsigned long long t0 = now_nsec();
+	char req[1 + sizeof(bytes)] = { 'd' };
+	uint64_t got = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	memcpy(req + 1, &bytes, sizeof(bytes));
+	if (loop_write(fd, req, sizeof(req)) < 0)
+		return safe_close(fd), -1;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		got += (uint64_t)n;
+	safe_close(fd);
+	return got == bytes ? (double)(now_nsec() - t0) / 1e9 : -1;
+}
+
 /* Seconds to push bytes through fd and see the server close. */
-static double transfer(int fd, uint64_t bytes)
+static double upload(int fd, uint64_t bytes)
 {
 	static char buf[1 << 17];
 	unsigned long long t0 = now_nsec();
 	char c;
 
+	if (fd < 0)
+		return -1;
 	memset(buf, 'x', sizeof(buf));
 	buf[0] = 's';
 	while (bytes > 0) {
@@ -174,25 +215,36 @@ static double transfer(int fd, uint64_t bytes)
 	return (double)(now_nsec() - t0) / 1e9;
 }
 
-/* CPU time a process has run, in ns (/proc/PID/schedstat: on-CPU time first). */
-static uint64_t cpu_ns(pid_t pid)
+/*
+ * CPU time a process has run, in ns, and how many times it was put on a CPU (a wake-up or a
+ * preemption's return): /proc/PID/schedstat's first and third fields.
+ */
+static void sched_stat(pid_t pid, uint64_t *ret_ns, uint64_t *ret_runs)
 {
 	_cleanup_free_ char *path = strdup_printf("/proc/%d/schedstat", (int)pid), *text = NULL;
-	unsigned long long v;
+	unsigned long long ns, wait, runs;
 
-	if (!path || read_full_file(path, 256, &text, NULL) < 0 || sscanf(text, "%llu", &v) != 1)
-		return 0;
-	return (uint64_t)v;
+	*ret_ns = *ret_runs = 0;
+	if (!path || read_full_file(path, 256, &text, NULL) < 0 ||
+	    sscanf(text, "%llu %llu %llu", &ns, &wait, &runs) != 3)
+		return;
+	*ret_ns = ns;
+	*ret_runs = runs;
 }
 
-/* CPU of the client (this process), the server and the proxy. */
+/* CPU and times run of the client (this process), the server and the proxy. */
 struct cpu {
-	uint64_t v[3];
+	uint64_t v[3], runs[3];
 };
 
 static struct cpu cpu_now(pid_t server, pid_t proxy)
 {
-	return (struct cpu){ { cpu_ns(getpid()), cpu_ns(server), cpu_ns(proxy) } };
+	struct cpu c;
+
+	sched_stat(getpid(), &c.v[0], &c.runs[0]);
+	sched_stat(server, &c.v[1], &c.runs[1]);
+	sched_stat(proxy, &c.v[2], &c.runs[2]);
+	return c;
 }
 
 static double echo_once(int fd, unsigned long long t0)
@@ -207,6 +259,57 @@ static double echo_once(int fd, unsigned long long t0)
 	return (double)(now_nsec() - t0) / 1e3; /* µs */
 }
 
+/* One direction's figures: MiB/s per path and round, and what each process spent. */
+struct way {
+	const char *name;
+	double (*run)(int fd, uint64_t bytes);
+	double *mibs[2], *ratio;
+	uint64_t cpu[2][3], runs[2][3]; /* [via proxy][client, server, proxy] */
+};
+
+/*
+ * The fastest the proxy path could go on ncpu CPUs given the CPU it used: no faster than its
+ * busiest process alone, nor than all three sharing every CPU perfectly. Against the direct
+ * path's measured median, the ratio this allows.
+ */
+static double ratio_bound(const struct way *w, unsigned rounds, unsigned ncpu, double gib)
+{
+	double busiest = 0, total = 0, ms_direct = 1024.0 * 1e3 / bench_median(w->mibs[0], rounds);
+
+	for (unsigned j = 0; j < 3; j++) {
+		double ms = (double)w->cpu[1][j] / 1e6 / gib;
+
+		busiest = ms > busiest ? ms : busiest;
+		total += ms;
+	}
+	total /= ncpu;
+	return ms_direct / (busiest > total ? busiest : total);
+}
+
+static void way_report(const struct way *w, unsigned mib, unsigned rounds, unsigned ncpu)
+{
+	double gib = (double)mib * rounds / 1024.0;
+	const uint64_t(*c)[3] = w->cpu, (*r)[3] = w->runs;
+
+	printf("%s (%u MiB, %u paired rounds, %zu-byte buffers, %s %zu): direct %.0f MiB/s, "
+	       "proxy %.0f MiB/s, median ratio %.3f\n",
+	       w->name, mib, rounds, buffer_size,
+	       copy_only ? "copying, no pipes" : "splice, pipes up to",
+	       copy_only ? (size_t)0 : pipe_max, bench_median(w->mibs[0], rounds),
+	       bench_median(w->mibs[1], rounds), bench_median(w->ratio, rounds));
+	printf("  CPU ms per GiB: direct client %.0f + server %.0f (+ idle proxy %.0f) = %.0f; "
+	       "proxy client %.0f + server %.0f + proxy %.0f = %.0f\n",
+	       c[0][0] / 1e6 / gib, c[0][1] / 1e6 / gib, c[0][2] / 1e6 / gib,
+	       (c[0][0] + c[0][1] + c[0][2]) / 1e6 / gib, c[1][0] / 1e6 / gib, c[1][1] / 1e6 / gib,
+	       c[1][2] / 1e6 / gib, (c[1][0] + c[1][1] + c[1][2]) / 1e6 / gib);
+	printf("  times on a CPU per MiB: direct client %.1f, server %.1f; proxy client %.1f, "
+	       "server %.1f, proxy %.1f\n",
+	       r[0][0] / gib / 1024, r[0][1] / gib / 1024, r[1][0] / gib / 1024,
+	       r[1][1] / gib / 1024, r[1][2] / gib / 1024);
+	printf("  on %u CPUs that CPU time allows the proxy path at most ratio %.3f\n", ncpu,
+	       ratio_bound(w, rounds, ncpu, gib));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -219,8 +322,9 @@ int main(int argc, char **argv)
 		{},
 	};
 	unsigned mib = 256, rounds = 11, connects = 500, sport, pport;
-	_cleanup_free_ double *direct = NULL, *proxied = NULL, *ratio = NULL, *ld = NULL,
-			      *lp = NULL, *added = NULL;
+	_cleanup_free_ double *ld = NULL, *lp = NULL, *added = NULL;
+	struct way ways[2] = { { .name = "upload", .run = upload },
+			       { .name = "download", .run = download } };
 	pid_t spid, ppid;
 	uint64_t v;
 	int c, sfd, pfd;
@@ -248,13 +352,17 @@ int main(int argc, char **argv)
 				"[--buffer BYTES] [--pipe-max BYTES] [--copy-only]\n");
 		return 2;
 	}
-	direct = calloc(rounds, sizeof(double));
-	proxied = calloc(rounds, sizeof(double));
-	ratio = calloc(rounds, sizeof(double));
+	for (unsigned w = 0; w < 2; w++) {
+		ways[w].mibs[0] = calloc(rounds, sizeof(double));
+		ways[w].mibs[1] = calloc(rounds, sizeof(double));
+		ways[w].ratio = calloc(rounds, sizeof(double));
+		if (!ways[w].mibs[0] || !ways[w].mibs[1] || !ways[w].ratio)
+			return 1;
+	}
 	ld = calloc(connects, sizeof(double));
 	lp = calloc(connects, sizeof(double));
 	added = calloc(connects, sizeof(double));
-	if (!direct || !proxied || !ratio || !ld || !lp || !added)
+	if (!ld || !lp || !added)
 		return 1;
 	(void)signal(SIGPIPE, SIG_IGN);
 
@@ -274,27 +382,33 @@ int main(int argc, char **argv)
 	safe_close(pfd);
 
 	uint64_t bytes = (uint64_t)mib << 20;
-	/* CPU ns spent by client, server, proxy during the transfers of each path. */
-	uint64_t cpu[2][3] = { { 0 } };
 
 	for (unsigned i = 0; i < rounds; i++) {
-		/* Alternate which goes first so drift does not favour one side. */
-		for (unsigned k = 0; k < 2; k++) {
-			bool via_proxy = (i + k) % 2;
-			int fd = via_proxy ? tunnel(pport, sport) : connect_port(sport);
-			struct cpu c0 = cpu_now(spid, ppid), c1;
-			double t = transfer(fd, bytes);
+		for (unsigned w = 0; w < 2; w++) {
+			struct way *way = &ways[w];
 
-			c1 = cpu_now(spid, ppid);
-			if (t <= 0)
-				return fprintf(stderr, "transfer failed\n"), 1;
-			(via_proxy ? proxied : direct)[i] = (double)mib / t;
-			for (unsigned j = 0; j < 3; j++)
-				cpu[via_proxy][j] += c1.v[j] - c0.v[j];
+			/* Alternate which goes first so drift does not favour one side. */
+			for (unsigned k = 0; k < 2; k++) {
+				bool via_proxy = (i + k) % 2;
+				int fd = via_proxy ? tunnel(pport, sport) : connect_port(sport);
+				struct cpu c0 = cpu_now(spid, ppid), c1;
+				double t = way->run(fd, bytes);
+
+				c1 = cpu_now(spid, ppid);
+				if (t <= 0)
+					return fprintf(stderr, "%s failed\n", way->name), 1;
+				way->mibs[via_proxy][i] = (double)mib / t;
+				for (unsigned j = 0; j < 3; j++) {
+					way->cpu[via_proxy][j] += c1.v[j] - c0.v[j];
+					way->runs[via_proxy][j] += c1.runs[j] - c0.runs[j];
+				}
+			}
+			way->ratio[i] = way->mibs[1][i] / way->mibs[0][i];
 		}
-		ratio[i] = proxied[i] / direct[i];
-		printf("round %u: direct %.0f MiB/s, proxy %.0f MiB/s, ratio %.3f\n", i + 1,
-		       direct[i], proxied[i], ratio[i]);
+		printf("round %u: upload direct %.0f MiB/s, proxy %.0f MiB/s, ratio %.3f; download "
+		       "direct %.0f MiB/s, proxy %.0f MiB/s, ratio %.3f\n",
+		       i + 1, ways[0].mibs[0][i], ways[0].mibs[1][i], ways[0].ratio[i],
+		       ways[1].mibs[0][i], ways[1].mibs[1][i], ways[1].ratio[i]);
 	}
 	for (unsigned i = 0; i < connects; i++) {
 		unsigned long long t0 = now_nsec();
@@ -307,20 +421,12 @@ int main(int argc, char **argv)
 		added[i] = lp[i] - ld[i];
 	}
 
-	printf("throughput (%u MiB, %u paired rounds, %zu-byte buffers, %s %zu): direct %.0f MiB/s, "
-	       "proxy %.0f MiB/s, median ratio %.3f\n",
-	       mib, rounds, buffer_size, copy_only ? "copying, no pipes" : "splice, pipes up to",
-	       copy_only ? (size_t)0 : pipe_max, bench_median(direct, rounds),
-	       bench_median(proxied, rounds), bench_median(ratio, rounds));
-	/* Where the time goes: CPU ms per GiB moved, per process (2 paths × rounds transfers). */
-	double gib = (double)bytes * rounds / (double)(1ULL << 30);
+	cpu_set_t set;
+	unsigned ncpu = sched_getaffinity(0, sizeof(set), &set) == 0 ? (unsigned)CPU_COUNT(&set)
+								     : 1;
 
-	printf("CPU ms per GiB: direct client %.0f + server %.0f (+ idle proxy %.0f) = %.0f; "
-	       "proxy client %.0f + server %.0f + proxy %.0f = %.0f\n",
-	       cpu[0][0] / 1e6 / gib, cpu[0][1] / 1e6 / gib, cpu[0][2] / 1e6 / gib,
-	       (cpu[0][0] + cpu[0][1] + cpu[0][2]) / 1e6 / gib, cpu[1][0] / 1e6 / gib,
-	       cpu[1][1] / 1e6 / gib, cpu[1][2] / 1e6 / gib,
-	       (cpu[1][0] + cpu[1][1] + cpu[1][2]) / 1e6 / gib);
+	for (unsigned w = 0; w < 2; w++)
+		way_report(&ways[w], mib, rounds, ncpu);
 	printf("connect + 1-byte echo (%u paired): direct %.1f us, through CONNECT %.1f us, "
 	       "median added %.1f us\n",
 	       connects, bench_median(ld, connects), bench_median(lp, connects),
@@ -330,5 +436,10 @@ int main(int argc, char **argv)
 	(void)kill(ppid, SIGTERM);
 	(void)waitpid(spid, NULL, 0);
 	(void)waitpid(ppid, NULL, 0);
+	for (unsigned w = 0; w < 2; w++) {
+		free(ways[w].mibs[0]);
+		free(ways[w].mibs[1]);
+		free(ways[w].ratio);
+	}
 	return 0;
 }
