@@ -471,14 +471,15 @@ static void conn_update(struct conn *c)
 
 /*
  * A connected socket's options for relaying: no Nagle delay (the client's bytes are forwarded
- * as they come), and a bounded send buffer when the peer is this close: a round trip under
- * LOCAL_RTT_USEC, in practice the loopback of this host or of a sandbox's network namespace
- * (where every client is). Such a peer needs little in flight (LOCAL_SNDBUF per round trip is
- * over 2.5 GB/s, more than a tunnel relays); left to autotuning, a loopback socket's buffer
- * grows to tcp_wmem's maximum since nothing is ever lost, the bytes the peer's window does not
- * take at once wait unsent and are then sent as the peer's ACKs open the window, from the
- * peer's CPU while we send from ours: packets of one connection cross in lo's per-CPU
- * backlogs and arrive out of order, the receiver queues them out of order and the sender
+ * as they come), and a bounded send buffer when the peer is this close: a loopback address
+ * (every client: the listener is in the sandbox's network namespace; a local upstream), or a
+ * handshake round trip under LOCAL_RTT_USEC (another address of this host, a container on a
+ * bridge). Such a peer needs little in flight: LOCAL_SNDBUF per round trip is over 2.5 GB/s,
+ * more than a tunnel relays. Left to autotuning, a loopback socket's buffer grows to
+ * tcp_wmem's maximum since nothing is ever lost; the bytes the peer's window does not take at
+ * once wait unsent and are sent as the peer's ACKs open the window, from the peer's CPU while
+ * we send from ours, so packets of one connection cross in the per-CPU backlogs of lo (or a
+ * veth) and arrive out of order: the receiver queues them out of order and the sender
  * retransmits spuriously. Measured with bench/proxy-throughput: ~70 spurious fast
  * retransmits per 1.25 GiB relayed, the receiver's CPU per GiB doubled, throughput halved.
  * Farther peers keep autotuning, which their bandwidth-delay product needs.
@@ -486,16 +487,29 @@ static void conn_update(struct conn *c)
 #define LOCAL_RTT_USEC 100U
 #define LOCAL_SNDBUF (256 * 1024)
 
+static bool peer_is_local(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct proxy_addr a;
+	struct tcp_info ti = { 0 };
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+	    proxy_addr_from_sockaddr((struct sockaddr *)&ss, &a) >= 0 &&
+	    proxy_addr_classify(&a) == PROXY_ADDR_LOOPBACK)
+		return true;
+	sl = sizeof(ti);
+	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &sl) == 0 &&
+	       sl >= offsetof(struct tcp_info, tcpi_rtt) + sizeof(ti.tcpi_rtt) && ti.tcpi_rtt > 0 &&
+	       ti.tcpi_rtt < LOCAL_RTT_USEC;
+}
+
 static void relay_sockopts(int fd)
 {
-	struct tcp_info ti = { 0 };
-	socklen_t sl = sizeof(ti);
 	int one = 1, size = LOCAL_SNDBUF;
 
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &sl) == 0 &&
-	    sl >= offsetof(struct tcp_info, tcpi_rtt) + sizeof(ti.tcpi_rtt) && ti.tcpi_rtt > 0 &&
-	    ti.tcpi_rtt < LOCAL_RTT_USEC)
+	if (peer_is_local(fd))
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 }
 

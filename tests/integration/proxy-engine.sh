@@ -5,7 +5,7 @@
 # echo, a slow sink, a fast source, a stalled reader); names reach them through resolve pins.
 # Covered: plain HTTP, CONNECT (HTTP and TLS), SOCKS5; refusals with 403 naming the rule, and
 # their audit events; wildcards; IP literals; loopback without explicit permission; malformed
-# requests; 100 concurrent tunnels; the connection limit; 10 MiB through a slow reader either
+# requests; 100 concurrent tunnels; bounded send buffers towards local peers; the connection limit; 10 MiB through a slow reader either
 # way with the harness's RSS bounded; a client stopped by an upstream that never reads (all three
 # through splice() pipes and through the buffers); idle and set-up timeouts; live allow/deny for
 # new connections only; shutdown.
@@ -350,6 +350,21 @@ exec 7>"$tmp/tunnel.ctl"
 echo one >&7
 wait_grep "$tmp/tunnel.out" "^echo: one$"
 ok $? "a tunnel is open before the change" || diag "$(cat "$tmp/tunnel.out")"
+# Its two sockets in the proxy, and every other the proxy has open (all peers here are local),
+# have their send buffers bounded rather than autotuned (proxy-engine.c, relay_sockopts()): the
+# kernel reports twice the size set, capped at net.core.wmem_max.
+wmax=$(cat /proc/sys/net/core/wmem_max)
+want=$(((wmax < 262144 ? wmax : 262144) * 2))
+tbs=$(ss -tnmpH state established 2>&1 | awk -v p="pid=$H," '
+	index($0, p) { mine = 1; next }
+	mine && /skmem:/ { sub(/.*,tb/, ""); sub(/,.*/, ""); print }
+	{ mine = 0 }' | sort | uniq -c | awk '{ printf "%sx%s ", $2, $1 }')
+case $tbs in
+"${want}x"[2-9]" " | "${want}x"[1-9][0-9]" ") true ;;
+*) false ;;
+esac
+ok $? "the proxy's sockets to local peers have $want-byte send buffers" ||
+	diag "send buffers (size x count): $tbs" "$(ss -tnmp state established 2>&1)"
 res=$(control main "deny a.example.test")
 printf '%s' "$res" | grep -q '"result":0' && printf '%s' "$res" | grep -q '"denyDomains":\["bad.example.test","a.example.test"\]'
 ok $? "deny a.example.test on the live listener" || diag "$res"

@@ -14,6 +14,7 @@ ok() {
 	else
 		echo "not ok $TAP_N - $2"
 		TAP_FAILED=$((TAP_FAILED + 1))
+		return 1
 	fi
 }
 is() {
@@ -25,6 +26,7 @@ is() {
 		echo "#   wanted: $1"
 		echo "#      got: $2"
 		TAP_FAILED=$((TAP_FAILED + 1))
+		return 1
 	fi
 }
 skip() {
