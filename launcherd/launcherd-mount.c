@@ -79,6 +79,8 @@ static bool is_own(const struct root_builder *b, int fd)
 {
 	struct stat st;
 
+	if (fd == b->root_fd)
+		return true;
 	if (fstat(fd, &st) < 0)
 		return false;
 	for (size_t i = 0; i < b->n_own_devs; i++)
@@ -98,25 +100,30 @@ static void add_own(struct root_builder *b, int mount_fd)
 enum mp_kind {
 	MP_DIR,
 	MP_FILE,
-	MP_PARENT, /* create the parents only; return the parent and the last name */
+	MP_PARENT, /* create the parents only; the parent (one of ours) and the last name */
 };
 
 /*
  * Open (creating where allowed) the mount point for target, walking one component at a time
- * from the root without following symlinks. Returns an O_PATH fd; for MP_PARENT the parent's.
+ * from the root without following symlinks; for MP_PARENT its parent, which must be in a tmpfs
+ * of ours (-EROFS otherwise). Components are created only in our own tmpfs mounts. Once a
+ * component was created here, the rest of the path cannot exist yet: it is created without
+ * looking first. *ret_fd is an O_PATH fd to close, or -1 for the root itself (MP_PARENT of a
+ * top-level name): mp_fd() gives the one to use. Returns 0 or -errno.
  */
 static int make_mountpoint(struct root_builder *b, const char *target, enum mp_kind kind,
-			   mode_t mode, const char **ret_last)
+			   mode_t mode, const char **ret_last, int *ret_fd)
 {
-	_cleanup_close_ int dir = -1;
+	_cleanup_close_ int dir = -1; /* -1: the root */
 	const char *c = target + 1;
+	bool made = false; /* dir was created by this walk: empty, and ours */
 
-	dir = fcntl(b->root_fd, F_DUPFD_CLOEXEC, 3);
-	if (dir < 0)
-		return -errno;
+	*ret_fd = -1;
 	for (;;) {
 		const char *slash = strchr(c, '/');
 		bool last = !slash;
+		int at = dir >= 0 ? dir : b->root_fd;
+		int flags = O_PATH | (last && kind == MP_FILE ? 0 : O_DIRECTORY);
 		char name[NAME_MAX + 1];
 		size_t n = last ? strlen(c) : (size_t)(slash - c);
 		int fd;
@@ -126,36 +133,45 @@ static int make_mountpoint(struct root_builder *b, const char *target, enum mp_k
 		memcpy(name, c, n);
 		name[n] = '\0';
 		if (last && kind == MP_PARENT) {
-			if (ret_last)
-				*ret_last = c;
-			return TAKE_FD(dir);
+			if (!made && !is_own(b, at))
+				return -EROFS;
+			*ret_last = c;
+			*ret_fd = TAKE_FD(dir);
+			return 0;
 		}
-		fd = openat2_beneath(dir, name,
-				     O_PATH | (last && kind == MP_FILE ? 0 : O_DIRECTORY));
+		fd = made ? -ENOENT : openat2_beneath(at, name, flags);
 		if (fd == -ENOENT) {
-			if (!is_own(b, dir))
+			if (!made && !is_own(b, at))
 				return -ENOENT;
 			if (last && kind == MP_FILE) {
-				int f = openat(dir, name,
+				int f = openat(at, name,
 					       O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
 					       0644);
 
 				if (f < 0)
 					return -errno;
 				safe_close(f);
-			} else if (mkdirat(dir, name, last ? mode : 0755) < 0)
+			} else if (mkdirat(at, name, last ? mode : 0755) < 0)
 				return -errno;
-			fd = openat2_beneath(dir, name,
-					     O_PATH | (last && kind == MP_FILE ? 0 : O_DIRECTORY));
+			made = true;
+			fd = openat2_beneath(at, name, flags);
 		}
 		if (fd < 0)
 			return fd;
 		safe_close(dir);
 		dir = fd;
-		if (last)
-			return TAKE_FD(dir);
+		if (last) {
+			*ret_fd = TAKE_FD(dir);
+			return 0;
+		}
 		c = slash + 1;
 	}
+}
+
+/* The directory make_mountpoint() gave back in fd. */
+static int mp_fd(const struct root_builder *b, int fd)
+{
+	return fd >= 0 ? fd : b->root_fd;
 }
 
 /*
@@ -292,12 +308,13 @@ static int mount_bind(struct root_builder *b, const struct plan_mount *m, int tr
 {
 	_cleanup_close_ int mp = -1;
 	struct stat st;
+	int r;
 
 	if (fstat(tree, &st) < 0)
 		return -errno;
-	mp = make_mountpoint(b, m->target, S_ISDIR(st.st_mode) ? MP_DIR : MP_FILE, 0755, NULL);
-	if (mp < 0)
-		return mp;
+	r = make_mountpoint(b, m->target, S_ISDIR(st.st_mode) ? MP_DIR : MP_FILE, 0755, NULL, &mp);
+	if (r < 0)
+		return r;
 	return attach(tree, mp);
 }
 
@@ -306,9 +323,9 @@ static int mount_tmpfs(struct root_builder *b, const struct plan_mount *m)
 	_cleanup_close_ int mp = -1, t = -1;
 	int r;
 
-	mp = make_mountpoint(b, m->target, MP_DIR, 0755, NULL);
-	if (mp < 0)
-		return mp;
+	r = make_mountpoint(b, m->target, MP_DIR, 0755, NULL, &mp);
+	if (r < 0)
+		return r;
 	t = new_tmpfs(m->mode, m->size_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	if (t < 0)
 		return t;
@@ -324,18 +341,17 @@ static int mount_dir(struct root_builder *b, const struct plan_mount *m)
 	_cleanup_close_ int parent = -1, d = -1;
 	const char *last;
 
-	parent = make_mountpoint(b, m->target, MP_PARENT, 0, &last);
-	if (parent < 0)
-		return parent;
-	if (!is_own(b, parent))
-		return -EROFS;
-	if (mkdirat(parent, last, m->mode) < 0 && errno != EEXIST)
+	int r = make_mountpoint(b, m->target, MP_PARENT, 0, &last, &parent);
+
+	if (r < 0)
+		return r;
+	if (mkdirat(mp_fd(b, parent), last, m->mode) < 0 && errno != EEXIST)
 		return -errno;
-	d = openat2_beneath(parent, last, O_PATH | O_DIRECTORY);
+	d = openat2_beneath(mp_fd(b, parent), last, O_PATH | O_DIRECTORY);
 	if (d < 0)
 		return d;
 	/* Exact mode, whatever the umask; through /proc since fchmod refuses O_PATH fds. */
-	if (fchmodat(parent, last, m->mode, 0) < 0)
+	if (fchmodat(mp_fd(b, parent), last, m->mode, 0) < 0)
 		return -errno;
 	return 0;
 }
@@ -345,12 +361,11 @@ static int mount_symlink(struct root_builder *b, const struct plan_mount *m)
 	_cleanup_close_ int parent = -1;
 	const char *last;
 
-	parent = make_mountpoint(b, m->target, MP_PARENT, 0, &last);
-	if (parent < 0)
-		return parent;
-	if (!is_own(b, parent))
-		return -EROFS;
-	return symlinkat(m->link, parent, last) < 0 ? -errno : 0;
+	int r = make_mountpoint(b, m->target, MP_PARENT, 0, &last, &parent);
+
+	if (r < 0)
+		return r;
+	return symlinkat(m->link, mp_fd(b, parent), last) < 0 ? -errno : 0;
 }
 
 /*
@@ -365,9 +380,9 @@ static int mount_proc(struct root_builder *b, const struct plan_mount *m, bool u
 	_cleanup_close_ int mp = -1, t = -1;
 	int r;
 
-	mp = make_mountpoint(b, m->target, MP_DIR, 0555, NULL);
-	if (mp < 0)
-		return mp;
+	r = make_mountpoint(b, m->target, MP_DIR, 0555, NULL, &mp);
+	if (r < 0)
+		return r;
 	t = new_fs("proc", opts, ELEMENTSOF(opts),
 		   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
 	if (t < 0)
@@ -479,9 +494,9 @@ static int mount_dev(struct root_builder *b, const struct plan_mount *m, int tem
 
 	if (dev < 0)
 		return -EBADF;
-	mp = make_mountpoint(b, m->target, MP_DIR, 0755, NULL);
-	if (mp < 0)
-		return mp;
+	r = make_mountpoint(b, m->target, MP_DIR, 0755, NULL, &mp);
+	if (r < 0)
+		return r;
 	r = attach(dev, mp);
 	if (r < 0)
 		return r;
