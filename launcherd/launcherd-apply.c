@@ -79,9 +79,11 @@ unsigned long long apply_clone_flags(const struct apply_context *ctx)
 		f |= CLONE_NEWCGROUP;
 	if (ctx->plan->network != PLAN_NETWORK_HOST && ctx->netns_fd < 0)
 		f |= CLONE_NEWNET;
-	/* THE mode difference: in user mode every namespace hangs off a new user namespace in
-	 * which the user is mapped to itself (see STEP_USERNS_MAP and STEP_IDENTITY). */
-	if (ctx->userns)
+	/* THE mode difference: in user mode the sandbox runs in a new user namespace in which the
+	 * user is mapped to itself (see STEP_USERNS_MAP and STEP_IDENTITY); made here unless
+	 * launcherd has a user namespace of its own, which then owns the others, and the child
+	 * unshares its own late. */
+	if (ctx->userns && !ctx->userns_late)
 		f |= CLONE_NEWUSER;
 	return f;
 }
@@ -100,13 +102,12 @@ _noreturn_ static void fail(const struct apply_context *ctx, enum apply_step ste
 	_exit(APPLY_EXIT_SETUP_FAILED);
 }
 
-static int write_proc_self(const char *file, const char *text)
+/* Write text to file in the /proc/self/ that self_dir is (an O_PATH fd). */
+static int write_proc_self(int self_dir, const char *file, const char *text)
 {
-	char path[64];
 	int fd, r = 0;
 
-	(void)snprintf(path, sizeof(path), "/proc/self/%s", file);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
+	fd = openat(self_dir, file, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, text, strlen(text)) < 0)
@@ -115,22 +116,22 @@ static int write_proc_self(const char *file, const char *text)
 	return r;
 }
 
-/* User mode: map the user (and its primary group) to itself; nothing else is mapped. */
-static int map_self(uid_t uid, gid_t gid)
+/* launcherd-apply.h */
+int apply_map_self(int self_dir, uid_t uid, gid_t gid)
 {
 	char line[64];
 	int r;
 
 	(void)snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-	r = write_proc_self("uid_map", line);
+	r = write_proc_self(self_dir, "uid_map", line);
 	if (r < 0)
 		return r;
 	/* An unprivileged gid_map needs setgroups(2) disabled first. */
-	r = write_proc_self("setgroups", "deny");
+	r = write_proc_self(self_dir, "setgroups", "deny");
 	if (r < 0)
 		return r;
 	(void)snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-	return write_proc_self("gid_map", line);
+	return write_proc_self(self_dir, "gid_map", line);
 }
 
 /* The securebits every sandbox runs with: uid 0 gains nothing by exec (noroot), a uid switch
@@ -333,7 +334,9 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
  *                 namespace: when we die, the kernel kills every process left in it, which is
  *                 how a cancel takes the whole tree down.
  *  (fds)          first, close every fd of launcherd's that the set-up does not use.
- *  userns-map     (user mode) map the user to itself, so that files keep their owners.
+ *  userns-map     (user mode) map the user to itself, so that files keep their owners; when
+ *                 launcherd has a user namespace of its own, which then owns every namespace
+ *                 above, the sandbox's is made and mapped after rlimit instead (see there).
  *  mount-private, root, mount
  *                 a fresh tmpfs root built from the plan while we still hold CAP_SYS_ADMIN over
  *                 our mount namespace; bind sources are the requester's fds.
@@ -379,7 +382,7 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
 _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 {
 	const struct plan *plan = ctx->plan;
-	int root_fd = -1, step = STEP_MOUNT_PRIVATE, index = -1, r;
+	int root_fd = -1, self_dir = -1, step = STEP_MOUNT_PRIVATE, index = -1, r;
 	sigset_t none;
 
 	launcherd_trace(ctx->id, "child");
@@ -393,14 +396,20 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 		(void)close(ctx->ipcns_fd);
 	}
 
-	/* userns-map */
+	/* userns-map: made by the clone, mapped now; or (userns_late) made and mapped after
+	 * rlimit, through this /proc/self/ of the host's proc. */
 	if (ctx->userns) {
-		r = map_self(ctx->uid, ctx->gid);
+		self_dir = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (self_dir < 0)
+			fail(ctx, STEP_USERNS_MAP, errno, -1);
+	}
+	if (ctx->userns && !ctx->userns_late) {
+		r = apply_map_self(self_dir, ctx->uid, ctx->gid);
 		if (r < 0)
 			fail(ctx, STEP_USERNS_MAP, r, -1);
+		self_dir = safe_close(self_dir);
+		launcherd_trace(ctx->id, "userns-map");
 	}
-
-	launcherd_trace(ctx->id, "userns-map");
 
 	/* mount-private, root, mount */
 	r = mount_build_root(plan, ctx->fds, ctx->tree_fds, ctx->uid == 0, ctx->mntns_fd, &step,
@@ -495,6 +504,20 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	}
 
 	launcherd_trace(ctx->id, "session-rlimit");
+
+	/* userns, late: everything above needed launcherd's own user namespace, which owns our
+	 * mount, pid, network, IPC, UTS and cgroup namespaces; from here on we hold capabilities
+	 * only in this new one, which owns none of them (so nothing in the sandbox can ever
+	 * change them), and RLIMIT_NPROC counts this sandbox's processes only. */
+	if (self_dir >= 0) {
+		if (unshare(CLONE_NEWUSER) < 0)
+			fail(ctx, STEP_USERNS_MAP, errno, -1);
+		r = apply_map_self(self_dir, ctx->uid, ctx->gid);
+		if (r < 0)
+			fail(ctx, STEP_USERNS_MAP, r, -1);
+		self_dir = safe_close(self_dir);
+		launcherd_trace(ctx->id, "userns-map");
+	}
 
 	/* identity */
 	if (!ctx->userns && setgroups(ctx->n_groups, ctx->groups) < 0)

@@ -83,8 +83,11 @@ struct apply_context {
 	int report_fd;	/* write end of the report pipe: the command's wait status (init) */
 	int proxy_sock; /* network "proxy": where the listener goes back to launcherd, else -1 */
 
-	bool userns; /* user mode: the namespaces hang off a new user namespace */
-	uid_t uid;   /* the requester, from SO_PEERCRED */
+	bool userns; /* user mode: the sandbox runs in a new user namespace */
+	/* ... unshared at the userns step, after everything that needs launcherd's own user
+	 * namespace (which owns the other namespaces), instead of with the clone */
+	bool userns_late;
+	uid_t uid; /* the requester, from SO_PEERCRED */
 	gid_t gid;
 	const gid_t *groups;
 	size_t n_groups;
@@ -95,6 +98,14 @@ struct apply_context {
 	const struct seccomp_program *floor;
 	const struct seccomp_program *plan_filter; /* NULL when the plan has none */
 };
+
+/*
+ * User mode: map the user (and its primary group) to itself in the user namespace the caller
+ * is in, new and not yet mapped; nothing else is mapped. self_dir: an O_PATH fd of /proc/self/
+ * (in the child, opened while the host's /proc was still in its mount namespace: the sandbox's
+ * tree may have none). 0 or -errno.
+ */
+int apply_map_self(int self_dir, uid_t uid, gid_t gid);
 
 /* Namespaces every sandbox gets (plus CLONE_NEWNET unless network is "host"; CLONE_NEWCGROUP is
  * unshared by the child once launcherd moved it into its own cgroup, or cloned when it has

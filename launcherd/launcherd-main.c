@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
+#include "launcherd/launcherd-apply.h"
 #include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-mount.h"
 #include "launcherd/launcherd-trace.h"
@@ -140,6 +142,31 @@ static void restrict_own_capabilities(void)
 			    strerror(errno));
 	(void)cap_reset_ambient();
 	(void)cap_free(caps);
+}
+
+/*
+ * User mode: a user namespace of our own, the user (and its primary group) mapped to itself.
+ * It owns every namespace made from then on (the pool's, each sandbox's), so that launcherd can
+ * make them ahead and a sandbox can enter them; the sandbox then unshares a user namespace
+ * nested in this one, in which it holds no capability over any of them (launcherd-apply.c).
+ * Files see no difference: every id that was ours is ours here. -errno when the kernel refuses
+ * (unprivileged user namespaces denied: sandboxes will fail just the same, and say why); once
+ * in, a mapping that fails leaves nothing to go on with.
+ */
+static int enter_own_userns(void)
+{
+	uid_t uid = geteuid(); /* before: unmapped, they read as the overflow ids */
+	gid_t gid = getegid();
+	int self_dir, r;
+
+	if (unshare(CLONE_NEWUSER) < 0)
+		return -errno;
+	self_dir = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = self_dir < 0 ? -errno : apply_map_self(self_dir, uid, gid);
+	safe_close(self_dir);
+	if (r < 0)
+		die("cannot map the user into launcherd's user namespace: %s", strerror(-r));
+	return 0;
 }
 
 /*
@@ -368,6 +395,14 @@ int main(int argc, char **argv)
 	cgroup_setup_probe(&d->cgroup);
 	if (d->mode == LAUNCHERD_PRIVILEGED)
 		restrict_own_capabilities();
+	else {
+		r = enter_own_userns();
+		if (r < 0)
+			log_warning_errno(r,
+					  "no user namespace of our own (%m): each sandbox makes "
+					  "every namespace it needs, no namespace pool");
+		d->own_userns = r >= 0;
+	}
 	r = 0;
 	for (int kill = 0; kill < 2 && r >= 0; kill++)
 		for (int unix_only = 0; unix_only < 2 && r >= 0; unix_only++)
@@ -380,7 +415,16 @@ int main(int argc, char **argv)
 	if (d->devnull_fd < 0)
 		die("cannot open /dev/null: %s", strerror(errno));
 	d->dev_template = -1;
-	if (d->mode == LAUNCHERD_PRIVILEGED) {
+	/* User mode: a mount namespace of our own too (a copy of the host's, owned by our user
+	 * namespace, host mounts still propagating in), in which we may build the /dev template,
+	 * the pool its empty mount namespaces, and each sandbox its proc (launcherd-mount.c). */
+	if (d->own_userns) {
+		d->own_mntns = unshare(CLONE_NEWNS) == 0;
+		if (!d->own_mntns)
+			log_warning_errno(-errno, "no mount namespace of our own (%m): no /dev "
+						  "template, no mount namespace pool");
+	}
+	if (d->mode == LAUNCHERD_PRIVILEGED || d->own_mntns) {
 		r = mount_dev_template(&d->dev_template);
 		if (r < 0)
 			log_warning_errno(r, "no /dev template (%m): each sandbox builds its own");
@@ -403,8 +447,12 @@ int main(int argc, char **argv)
 		die("signalfd: %s", strerror(errno));
 
 	d->netns_pool.sock = -1;
-	if (d->mode == LAUNCHERD_PRIVILEGED) {
-		r = netns_pool_start(&d->netns_pool, d->loop, holds_capability(CAP_SYS_CHROOT));
+	if (d->mode == LAUNCHERD_PRIVILEGED || d->own_userns) {
+		/* Entering a prepared mount namespace needs CAP_SYS_CHROOT too. */
+		r = netns_pool_start(&d->netns_pool, d->loop,
+				     d->mode == LAUNCHERD_PRIVILEGED
+					     ? holds_capability(CAP_SYS_CHROOT)
+					     : d->own_mntns);
 		if (r < 0)
 			log_warning_errno(
 				r, "no network namespace pool (%m): sandboxes create their own");

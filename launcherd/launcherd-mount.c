@@ -369,24 +369,35 @@ static int mount_symlink(struct root_builder *b, const struct plan_mount *m)
 }
 
 /*
- * proc for the sandbox's pid namespace. hidepid=invisible; and, as bubblewrap does, the few
- * files through which a uid-0 process without capabilities could still change the host (its
- * DAC checks pass) are covered by read-only binds of themselves.
+ * A proc for our pid namespace, detached: made before the root step, while our mount namespace
+ * still holds launcherd's fully visible /proc, without which the kernel refuses a proc mount
+ * to any user namespace but the initial one (mount_too_revealing()): a prepared namespace in
+ * user mode has none.
  */
-static int mount_proc(struct root_builder *b, const struct plan_mount *m, bool uid0)
+static int new_proc(void)
+{
+	static const char *const opts[] = { "hidepid", "invisible" };
+
+	return new_fs("proc", opts, ELEMENTSOF(opts),
+		      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+}
+
+/*
+ * proc (from new_proc(), taken) at its target. hidepid=invisible; and, as bubblewrap does, the
+ * few files through which a uid-0 process without capabilities could still change the host
+ * (its DAC checks pass) are covered by read-only binds of themselves.
+ */
+static int mount_proc(struct root_builder *b, const struct plan_mount *m, bool uid0, int proc)
 {
 	static const char *const ro[] = { "sys", "sysrq-trigger", "irq", "bus" };
-	static const char *const opts[] = { "hidepid", "invisible" };
-	_cleanup_close_ int mp = -1, t = -1;
+	_cleanup_close_ int mp = -1, t = proc;
 	int r;
 
+	if (t < 0)
+		return -EBADF;
 	r = make_mountpoint(b, m->target, MP_DIR, 0555, NULL, &mp);
 	if (r < 0)
 		return r;
-	t = new_fs("proc", opts, ELEMENTSOF(opts),
-		   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-	if (t < 0)
-		return t;
 	r = attach(t, mp);
 	if (r < 0)
 		return r;
@@ -580,10 +591,20 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, boo
 	if (mntns_fd < 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 
-	/* Fallback clones of bind sources, while the host tree is still what paths resolve in. */
+	/* Fallback clones of bind sources, while the host tree is still what paths resolve in;
+	 * and proc, while launcherd's is still in our namespace (new_proc()). */
 	*ret_step = STEP_MOUNT;
 	for (size_t i = 0; i < plan->n_mounts; i++) {
 		const struct plan_mount *m = &plan->mounts[i];
+
+		if (m->type == PLAN_MOUNT_PROC) {
+			*ret_index = (int)i;
+			r = new_proc();
+			if (r < 0)
+				return r;
+			tree_fds[i] = r;
+			continue;
+		}
 
 		if (m->type == PLAN_MOUNT_DEV && tree_fds[i] < 0) {
 			/* No template clone from the parent: make one while the host's /dev is
@@ -646,7 +667,8 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, boo
 			r = mount_symlink(&b, m);
 			break;
 		case PLAN_MOUNT_PROC:
-			r = mount_proc(&b, m, uid0);
+			r = mount_proc(&b, m, uid0, tree_fds[i]);
+			tree_fds[i] = -1; /* mount_proc() took it */
 			break;
 		case PLAN_MOUNT_DEV:
 			r = mount_dev(&b, m, tree_fds[i]);

@@ -437,8 +437,9 @@ static void make_id(char *buf, size_t size)
 }
 
 /*
- * The sandbox's network namespace, for privileged mode (user mode: CLONE_NEWNET inside the
- * sandbox's user namespace). Sets *ret_borrowed when the fd stays the pool's. -1: CLONE_NEWNET.
+ * The sandbox's network namespace, in privileged mode or in user mode with launcherd's own user
+ * namespace (which owns the pool's namespaces: the child enters one before it unshares its own
+ * user namespace); otherwise -1: CLONE_NEWNET. Sets *ret_borrowed when the fd stays the pool's.
  *
  * Network "none" joins the requester's shared namespace (launcherd-net.h says why that is
  * safe) only when both locks that make it safe are on: the AF_UNIX-only seccomp floor, which
@@ -450,7 +451,8 @@ static int sandbox_netns(struct launcherd *d, const struct plan *plan, uid_t uid
 			 bool *ret_borrowed)
 {
 	*ret_borrowed = false;
-	if (plan->network == PLAN_NETWORK_HOST || d->mode != LAUNCHERD_PRIVILEGED)
+	if (plan->network == PLAN_NETWORK_HOST ||
+	    (d->mode != LAUNCHERD_PRIVILEGED && !d->own_userns))
 		return -1;
 	if (plan->network == PLAN_NETWORK_NONE && plan->has_landlock && d->landlock_abi >= 6 &&
 	    (plan->landlock_scope & CORDON_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET)) {
@@ -518,10 +520,8 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	}
 
 	netns_fd = sandbox_netns(d, plan, c->peer.uid, &netns_borrowed);
-	if (d->mode == LAUNCHERD_PRIVILEGED) {
-		mntns_fd = netns_pool_take_mnt(&d->netns_pool);
-		ipcns_fd = netns_pool_take_ipc(&d->netns_pool);
-	}
+	mntns_fd = netns_pool_take_mnt(&d->netns_pool); /* each -1 when there is none */
+	ipcns_fd = netns_pool_take_ipc(&d->netns_pool);
 
 	launcherd_trace(s->id, "prepared");
 	ctx = (struct apply_context){
@@ -538,6 +538,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		.report_fd = report[1],
 		.proxy_sock = proxy_sv[1],
 		.userns = d->mode == LAUNCHERD_USER,
+		.userns_late = d->mode == LAUNCHERD_USER && d->own_userns,
 		.uid = c->peer.uid,
 		.gid = c->peer.gid,
 		.groups = c->groups,

@@ -6,7 +6,7 @@
  *   1  the attempt was refused (errno printed),
  *   2  usage or a set-up problem of the probe itself.
  * A few subcommands are helpers rather than attempts (sleep-tree, fds, env, alloc, forkloop,
- * netns, ns, securebits, abstract-listen, tcp-listen),
+ * netns, ns, ns-owner, securebits, abstract-listen, tcp-listen),
  * documented with each.
  */
 #define _GNU_SOURCE
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/nsfs.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -325,6 +326,32 @@ static int show_ns(int n_kinds, char *const *kinds)
 	return 0;
 }
 
+/*
+ * ns-owner PID KIND...: for each, the user namespace that owns /proc/PID/ns/KIND ("user:[N]";
+ * for KIND user, its parent), from the NS_GET_USERNS / NS_GET_PARENT ioctls. A helper run from
+ * outside (the kernel answers only for namespaces within the caller's own user namespace).
+ */
+static int show_ns_owner(int n_args, char *const *args)
+{
+	for (int i = 1; i < n_args; i++) {
+		char path[64];
+		struct stat st;
+		int fd, owner;
+
+		(void)snprintf(path, sizeof(path), "/proc/%s/ns/%s", args[0], args[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return refused(path);
+		owner = ioctl(fd, strcmp(args[i], "user") ? NS_GET_USERNS : NS_GET_PARENT);
+		close(fd);
+		if (owner < 0 || fstat(owner, &st) < 0)
+			return refused("NS_GET_USERNS");
+		close(owner);
+		printf("%s owner user:[%llu]\n", args[i], (unsigned long long)st.st_ino);
+	}
+	return 0;
+}
+
 static int try_personality(void)
 {
 	if (syscall(SYS_personality, 0x0040000 /* ADDR_NO_RANDOMIZE */) < 0)
@@ -520,6 +547,8 @@ int main(int argc, char **argv)
 		return show_ns(1, (char *const[]){ (char *)"net" });
 	if (!strcmp(cmd, "ns"))
 		return show_ns(argc - 2, argv + 2);
+	if (!strcmp(cmd, "ns-owner") && argc > 2)
+		return show_ns_owner(argc - 2, argv + 2);
 	if (!strcmp(cmd, "securebits"))
 		return show_securebits();
 	if (!strcmp(cmd, "personality"))

@@ -130,7 +130,7 @@ max_rss_while() {
 	echo "$m"
 }
 
-echo "1..57"
+echo "1..58"
 
 # ---- upstreams -------------------------------------------------------------------------------
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout "$tmp/key.pem" -out "$tmp/cert.pem" \
