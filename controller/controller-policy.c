@@ -73,6 +73,35 @@ static int merge_patch(json_t *base, json_t *patch)
 	return 0;
 }
 
+/*
+ * A limit the patch sets is one the caller asked for: it is enforced or the spawn fails, even
+ * where the base lists it in "optional" (the default's memory limit, on a host without a cgroup
+ * for it), unless the patch lists it in its own "optional" too.
+ */
+static void require_patched_limits(json_t *doc, json_t *patch)
+{
+	json_t *limits = json_object_get(patch, "limits"), *opt = json_object_get(doc, "optional");
+	json_t *patch_opt = json_object_get(patch, "optional"), *v;
+	const char *key;
+
+	if (!json_is_object(limits) || !json_is_array(opt))
+		return;
+	json_object_foreach(limits, key, v) {
+		_cleanup_free_ char *id = strdup_printf("limits.%s", key);
+		bool keep = false;
+		json_t *e;
+		size_t i;
+
+		json_array_foreach(patch_opt, i, e)
+			keep |= id && json_is_string(e) && streq(json_string_value(e), id);
+		for (i = json_array_size(opt); id && !keep && i-- > 0;) {
+			e = json_array_get(opt, i);
+			if (json_is_string(e) && streq(json_string_value(e), id))
+				(void)json_array_remove(opt, i);
+		}
+	}
+}
+
 int controller_request_policy(struct controller *c, json_t *params, json_t **ret,
 			      struct field_error *fe)
 {
@@ -114,6 +143,7 @@ int controller_request_policy(struct controller *c, json_t *params, json_t **ret
 		r = merge_patch(doc, patch);
 		if (r < 0)
 			return r;
+		require_patched_limits(doc, patch);
 	}
 	*ret = TAKE_PTR(doc);
 	return 0;

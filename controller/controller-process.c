@@ -669,11 +669,15 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 
 	r = controller_compile_request(c, params, &plan, &fe);
 	t_compiled = now_usec();
-	if (r == -EINVAL || r == -EPERM || r == -ENOENT || r == -ERANGE || r == -E2BIG) {
+	/* -EOPNOTSUPP naming a rule: the host cannot enforce it, and it is not optional. */
+	if (r == -EINVAL || r == -EPERM || r == -ENOENT || r == -ERANGE || r == -E2BIG ||
+	    (r == -EOPNOTSUPP && *fe.field)) {
 		controller_event(c, "policy-refused",
 				 json_pack("{s:s,s:s}", "field", fe.field, "reason", fe.reason));
-		*ret_error = error_field_obj(
-			r == -EPERM ? CORDON_ERR_POLICY_REFUSED : JSONRPC_INVALID_PARAMS, &fe);
+		*ret_error = error_field_obj(r == -EPERM || r == -EOPNOTSUPP
+						     ? CORDON_ERR_POLICY_REFUSED
+						     : JSONRPC_INVALID_PARAMS,
+					     &fe);
 		goto out;
 	}
 	if (r < 0)

@@ -336,7 +336,7 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
  *  (fds)          first, close every fd of launcherd's that the set-up does not use.
  *  userns-map     (user mode) map the user to itself, so that files keep their owners; when
  *                 launcherd has a user namespace of its own, which then owns every namespace
- *                 above, the sandbox's is made and mapped after rlimit instead (see there).
+ *                 above, the sandbox's is made and mapped after session instead (see there).
  *  mount-private, root, mount
  *                 a fresh tmpfs root built from the plan while we still hold CAP_SYS_ADMIN over
  *                 our mount namespace; bind sources are the requester's fds.
@@ -397,7 +397,7 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	}
 
 	/* userns-map: made by the clone, mapped now; or (userns_late) made and mapped after
-	 * rlimit, through this /proc/self/ of the host's proc. */
+	 * session, through this /proc/self/ of the host's proc. */
 	if (ctx->userns) {
 		self_dir = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (self_dir < 0)
@@ -485,6 +485,22 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
 		fail(ctx, STEP_SESSION, errno, -1);
 
+	/* userns, late: everything above needed launcherd's own user namespace, which owns our
+	 * mount, pid, network, IPC, UTS and cgroup namespaces; from here on we hold capabilities
+	 * only in this new one, which owns none of them (so nothing in the sandbox can ever
+	 * change them), and RLIMIT_NPROC counts this sandbox's processes only. Before rlimit:
+	 * the kernel also holds all of the user's processes in the parent to the RLIMIT_NPROC we
+	 * have when we make it, which must stay launcherd's, not the sandbox's. */
+	if (self_dir >= 0) {
+		if (unshare(CLONE_NEWUSER) < 0)
+			fail(ctx, STEP_USERNS_MAP, errno, -1);
+		r = apply_map_self(self_dir, ctx->uid, ctx->gid);
+		if (r < 0)
+			fail(ctx, STEP_USERNS_MAP, r, -1);
+		self_dir = safe_close(self_dir);
+		launcherd_trace(ctx->id, "userns-map");
+	}
+
 	/* rlimit */
 	for (size_t i = 0; i < plan->n_rlimits; i++) {
 		struct rlimit rl = { .rlim_cur = plan->rlimits[i].value,
@@ -504,20 +520,6 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	}
 
 	launcherd_trace(ctx->id, "session-rlimit");
-
-	/* userns, late: everything above needed launcherd's own user namespace, which owns our
-	 * mount, pid, network, IPC, UTS and cgroup namespaces; from here on we hold capabilities
-	 * only in this new one, which owns none of them (so nothing in the sandbox can ever
-	 * change them), and RLIMIT_NPROC counts this sandbox's processes only. */
-	if (self_dir >= 0) {
-		if (unshare(CLONE_NEWUSER) < 0)
-			fail(ctx, STEP_USERNS_MAP, errno, -1);
-		r = apply_map_self(self_dir, ctx->uid, ctx->gid);
-		if (r < 0)
-			fail(ctx, STEP_USERNS_MAP, r, -1);
-		self_dir = safe_close(self_dir);
-		launcherd_trace(ctx->id, "userns-map");
-	}
 
 	/* identity */
 	if (!ctx->userns && setgroups(ctx->n_groups, ctx->groups) < 0)

@@ -801,7 +801,8 @@ static int build_limits(struct compiler *c)
 	if (json_object_set_new(c->out->plan, "rlimits", TAKE_PTR(rl)) < 0)
 		return -ENOMEM;
 
-	r = need(c, cg, "limits.pids", "the launcher has no cgroup to count processes in");
+	r = need(c, cg || c->ctx->caps.pids_nproc, "limits.pids",
+		 "the launcher has no cgroup to count processes in");
 	if (r < 0)
 		return r;
 	if (r > 0 && json_object_set_new(cgroup, "pidsMax", json_integer((json_int_t)l->pids)) < 0)

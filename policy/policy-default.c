@@ -12,7 +12,9 @@
 /*
  * The workspace (the caller's cwd) read-write; system directories read-only, minus the secrets
  * in /etc and the caller's credentials; a private /tmp; an empty $HOME; no network; a minimal
- * environment; finite limits (1024 pids, half the RAM, 1024 fds, 4 MiB of output per stream).
+ * environment; finite limits (1024 pids, half the RAM, 1024 fds, 4 MiB of output per stream),
+ * the memory limit where the launcher has a cgroup for it (an ordinary user without a delegated
+ * cgroup has none: the default must still run there).
  * Absent system directories (e.g. /lib64 on some hosts) are skipped because they come from here.
  */
 const char policy_default_json[] =
@@ -36,7 +38,7 @@ const char policy_default_json[] =
 	"             \"maxOutputBytes\": 4194304, \"files\": 1024},\n"
 	"  \"env\": {\"pass\": [\"PATH\", \"LANG\", \"LC_ALL\", \"TERM\", \"TZ\"], \"set\": {}},\n"
 	"  \"syscalls\": {\"profile\": \"default\", \"deny\": [], \"allow\": []},\n"
-	"  \"optional\": [\"landlock.net\", \"landlock.scope\"]\n"
+	"  \"optional\": [\"landlock.net\", \"landlock.scope\", \"limits.memoryBytes\"]\n"
 	"}\n";
 
 /* The same list as the default's filesystem.read (test-policy-parse checks they agree). */

@@ -356,9 +356,15 @@ static void explain_limits(struct explainer *e)
 	json_t *r;
 
 	r = rule_new(e, "limits.pids", "at most %llu processes", (unsigned long long)l->pids);
-	if (require(e, r, cg != POLICY_CGROUP_NONE, "limits.pids",
-		    "the launcher has no cgroup to count processes in"))
-		layer(e, r, "cgroup %s: pids.max", cgroup_name(cg));
+	if (require(e, r, cg != POLICY_CGROUP_NONE || e->ctx->caps.pids_nproc, "limits.pids",
+		    "the launcher has no cgroup to count processes in")) {
+		if (cg != POLICY_CGROUP_NONE)
+			layer(e, r, "cgroup %s: pids.max", cgroup_name(cg));
+		else
+			layer(e, r,
+			      "rlimit: RLIMIT_NPROC in the sandbox's own user namespace (its "
+			      "processes only)");
+	}
 	r = rule_new(e, "limits.memoryBytes", "at most %llu bytes of memory",
 		     (unsigned long long)l->memory_bytes);
 	if (require(e, r, cg != POLICY_CGROUP_NONE, "limits.memoryBytes",

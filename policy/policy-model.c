@@ -360,7 +360,7 @@ int policy_host_caps_from_hello(json_t *hello, struct policy_host_caps *ret,
 	struct policy_host_caps c = {
 		.floor_max_network = POLICY_NETWORK_HOST,
 	};
-	const char *mode = NULL, *cgroup = NULL, *maxnet = NULL;
+	const char *mode = NULL, *cgroup = NULL, *maxnet = NULL, *pids = NULL;
 	uint64_t abi = 0;
 	json_t *floor = NULL, *req = NULL;
 	int r;
@@ -384,6 +384,10 @@ int policy_host_caps_from_hello(json_t *hello, struct policy_host_caps *ret,
 	r = ipc_json_get_bool(hello, "userns", false, "", &c.userns, err);
 	if (r < 0)
 		return r;
+	r = ipc_json_get_string(hello, "pidsLimit", false, "", &pids, err);
+	if (r < 0)
+		return r;
+	c.pids_nproc = pids && streq(pids, "rlimit-nproc") && c.userns;
 	r = ipc_json_get_string(hello, "cgroup", false, "", &cgroup, err);
 	if (r < 0)
 		return r;

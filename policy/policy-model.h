@@ -165,6 +165,9 @@ struct policy_host_caps {
 	bool seccomp;
 	enum policy_cgroup cgroup;
 	bool userns;
+	/* hello's pidsLimit "rlimit-nproc": without a cgroup, plan.cgroup.pidsMax is enforced
+	 * with RLIMIT_NPROC in the sandbox's own user namespace (that sandbox's processes only) */
+	bool pids_nproc;
 	bool floor_require_landlock;
 	bool floor_require_seccomp;
 	enum policy_network floor_max_network;

@@ -4,7 +4,7 @@
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 [ -x "$CORDON" ] || skip_all "cordon not built"
-plan 40
+plan 44
 
 work="$TEST_TMP/work"
 mkdir -p "$work"
@@ -137,6 +137,50 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	ok $? "…and the refusal is an event naming its uid"
 else
 	na "needs root and setpriv to act as another user"
+	na "(idem)"
+fi
+
+# 12. An ordinary user (nobody) from nothing: the controller starts a user-mode launcher, and the
+# embedded default runs — its memory limit is optional, and its pids limit holds through
+# RLIMIT_NPROC in the sandbox's own user namespace where there is no cgroup. A limit the user
+# asks for explicitly is refused when it cannot be enforced, naming the rule (exit 120).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	u="$TEST_TMP/nobody"
+	mkdir -p "$u/run" "$u/state" "$u/work" && chown -R 65534:65534 "$u" && chmod 0700 "$u/run"
+	as_nobody() {
+		(cd "$u/work" && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$u" \
+			XDG_RUNTIME_DIR="$u/run" XDG_STATE_HOME="$u/state" "$@")
+	}
+	out=$(as_nobody "$CORDON" run -- /bin/sh -c 'id -u; grep "^Max processes" /proc/self/limits' 2>&1)
+	out=$(echo $out | cut -d' ' -f1,4)
+	is "65534 1024" "$(echo $out)" "an ordinary user runs the default policy (pids limit by RLIMIT_NPROC)"
+	# That limit is each sandbox's own: one holding 12 processes leaves another its full 16.
+	as_nobody "$CORDON" run --pids 16 --timeout 6 -- /bin/sh -c \
+		'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 30 & done; echo up >held; wait' \
+		>/dev/null 2>&1 &
+	holder=$!
+	for _ in $(seq 100); do [ -s "$u/work/held" ] && break; sleep 0.05; done
+	out=$(as_nobody "$CORDON" run --pids 16 -- /bin/sh -c \
+		'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 0.2 & done; wait && echo forked' 2>&1)
+	is "forked" "$out" "…each sandbox its own pids limit: 12 processes with another holding 12"
+	wait "$holder" 2>/dev/null
+	uses=$(as_nobody "$CORDON" doctor 2>/dev/null | sed -n 's/.*launcher uses: //p')
+	out=$(as_nobody "$CORDON" run --memory 64M -- /bin/true 2>&1)
+	rc=$?
+	if [ "$uses" = none ]; then
+		[ $rc = 120 ] && echo "$out" | grep -q 'limits.memoryBytes: the launcher has no cgroup'
+		ok $? "…an explicit --memory it cannot enforce is refused, naming the rule (rc $rc: $out)"
+	else
+		is 0 $rc "…an explicit --memory is enforced in its cgroup ($uses)"
+	fi
+	as_nobody "$CORDON" policy explain 2>&1 | grep -q 'RLIMIT_NPROC in the sandbox'
+	ok $? "…and policy explain says how the pids limit is enforced there"
+	npid=$(head -n1 "$u/run/cordon/controller.sock.lock" 2>/dev/null)
+	[ -n "$npid" ] && kill "$npid" 2>/dev/null
+	for _ in $(seq 50); do [ -n "$npid" ] && kill -0 "$npid" 2>/dev/null || break; sleep 0.1; done
+else
+	na "needs root and setpriv to act as an ordinary user"
+	na "(idem)"
 	na "(idem)"
 fi
 

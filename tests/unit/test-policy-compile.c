@@ -532,6 +532,25 @@ static void test_host_gaps(void)
 		       &ctx, &p3, &err),
 	       "optional limits are left out");
 	ok(p3 && !json_object_get(p3->plan, "cgroup"), "no cgroup object then");
+	{
+		_cleanup_compiled_plan_ struct compiled_plan *p4 = NULL;
+		_cleanup_json_ json_t *hello = json_loads(
+			"{\"mode\": \"user\", \"landlockAbi\": 7, \"seccomp\": true, "
+			"\"userns\": true, \"cgroup\": \"none\", \"pidsLimit\": \"rlimit-nproc\"}",
+			0, NULL);
+		json_t *cg;
+
+		ok(hello && policy_host_caps_from_hello(hello, &ctx.caps, &err) >= 0 &&
+			   ctx.caps.pids_nproc && ctx.caps.cgroup == POLICY_CGROUP_NONE,
+		   "hello: pidsLimit rlimit-nproc in user mode");
+		is_int(0, compile_doc("{\"version\": 1}", &ctx, &p4, &err),
+		       "then the default compiles without a cgroup");
+		cg = p4 ? json_object_get(p4->plan, "cgroup") : NULL;
+		ok(json_integer_value(json_object_get(cg, "pidsMax")) == 1024 &&
+			   !json_object_get(cg, "memoryMaxBytes") &&
+			   strv_contains(p4->unenforced, "limits.memoryBytes"),
+		   "pidsMax in the plan (RLIMIT_NPROC), the default's optional memory limit not");
+	}
 
 	ctx = base_ctx();
 	ctx.caps.floor_max_network = POLICY_NETWORK_LOOPBACK;
@@ -622,7 +641,7 @@ static void test_explain_agrees(void)
 
 	for (size_t d = 0; d < ELEMENTSOF(docs); d++)
 		for (unsigned abi = 0; abi <= 7; abi++)
-			for (int cg = 0; cg < 2; cg++)
+			for (int cg = 0; cg < 3; cg++) /* none, none + RLIMIT_NPROC, v2 */
 				for (int sc = 0; sc < 2; sc++)
 					for (int fl = 0; fl < 2; fl++) {
 						struct compile_ctx ctx = base_ctx();
@@ -634,8 +653,9 @@ static void test_explain_agrees(void)
 						int r;
 
 						ctx.caps.landlock_abi = abi;
-						ctx.caps.cgroup = cg ? POLICY_CGROUP_V2
-								     : POLICY_CGROUP_NONE;
+						ctx.caps.cgroup = cg == 2 ? POLICY_CGROUP_V2
+									  : POLICY_CGROUP_NONE;
+						ctx.caps.pids_nproc = cg == 1;
 						ctx.caps.seccomp = sc;
 						ctx.caps.floor_require_landlock = fl;
 						ctx.caps.floor_require_seccomp = fl;

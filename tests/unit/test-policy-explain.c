@@ -167,10 +167,24 @@ int main(void)
 
 		is_str("fails", spawn(x), "no cgroups: the default fails");
 		is_str("fails", status(x, "limits.pids"), "limits.pids fails");
-		is_str("fails", status(x, "limits.memoryBytes"), "limits.memoryBytes fails");
+		is_str("skipped", status(x, "limits.memoryBytes"),
+		       "limits.memoryBytes skipped (optional in the default)");
 		is_str("ok", spawn(y), "no cgroups, limits optional: ok");
 		is_str("skipped", status(y, "limits.pids"), "limits.pids skipped");
 		ok(has_text(y, "limits.files", "layers", "RLIMIT_NOFILE"), "files still by rlimit");
+	}
+	{
+		/* User mode without a cgroup: pids by RLIMIT_NPROC in the sandbox's user namespace. */
+		struct compile_ctx c = host(7, POLICY_CGROUP_NONE, true);
+		_cleanup_json_ json_t *x = NULL;
+
+		c.caps.mode = POLICY_LAUNCHER_USER;
+		c.caps.userns = c.caps.pids_nproc = true;
+		x = explain("{'version': 1}", &c);
+		is_str("ok", spawn(x), "user mode, no cgroup, RLIMIT_NPROC: the default runs");
+		is_str("enforced", status(x, "limits.pids"), "limits.pids enforced");
+		ok(has_text(x, "limits.pids", "layers", "RLIMIT_NPROC"), "by RLIMIT_NPROC");
+		is_str("skipped", status(x, "limits.memoryBytes"), "limits.memoryBytes skipped");
 	}
 	{
 		struct compile_ctx c = host(0, POLICY_CGROUP_V2, false);

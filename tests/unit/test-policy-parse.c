@@ -108,8 +108,10 @@ static void test_defaults(void)
 	   "minimal environment passed");
 	is_int(POLICY_SYSCALLS_DEFAULT, p->syscalls.profile, "default syscall profile");
 	ok(strv_contains(d->optional, "landlock.net") &&
-		   strv_contains(d->optional, "landlock.scope") && strv_length(d->optional) == 2,
-	   "the default marks only Landlock net and scope optional");
+		   strv_contains(d->optional, "landlock.scope") &&
+		   strv_contains(d->optional, "limits.memoryBytes") &&
+		   strv_length(d->optional) == 3,
+	   "the default marks only Landlock net and scope and the memory limit optional");
 	{
 		const char doc2[] = "{\"version\": 1, \"filesystem\": {\"read\": [\"/usr\"], "
 				    "\"workspace\": null}}";
