@@ -53,18 +53,21 @@ check "user mode: the user mapped to itself, no capability in any set" test \
 
 # ... and those namespaces are owned by launcherd's user namespace, the parent of the sandbox's:
 # nothing in the sandbox holds a capability over them. Seen from here, where the kernel answers.
-make_plan "$T/p.json" '["/bin/sh", "-c", "exec sleep 987.654"]'
+# (The sandbox waits for a file rather than sleeping: it ends, and its client with it, whatever
+# happens here.)
+rm -f "$T/work/owner-done"
+make_plan "$T/p.json" '["/bin/sh", "-c", "i=0; while [ ! -e /work/owner-done ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done", "cordon-owner-probe"]'
 run $STD_FDS "$T/p.json" >/dev/null 2>&1 &
 client=$!
 spid=
 for _ in $(seq 1 100); do
-	spid=$(pgrep -u "$uid" -f '^sleep 987\.654$' | head -n1)
+	spid=$(pgrep -u "$uid" -f 'cordon-owner-probe$' | head -n1)
 	[ -n "$spid" ] && break
 	sleep 0.05
 done
 out=$([ -n "$spid" ] && "$HELPERS/probe" ns-owner "$spid" user mnt pid net ipc uts cgroup 2>&1)
 own=$([ -n "$spid" ] && readlink "/proc/$spid/ns/user")
-kill "$client" 2>/dev/null
+touch "$T/work/owner-done"
 wait "$client" 2>/dev/null
 parent=$(printf '%s\n' "$out" | sed -n 's/^user owner //p')
 owners=$(printf '%s\n' "$out" | grep ' owner ' | grep -v '^user ' | cut -d' ' -f3 | sort -u)
