@@ -68,8 +68,10 @@ unsigned long long apply_clone_flags(const struct apply_context *ctx)
 	unsigned long long f = CLONE_NEWPID | CLONE_NEWUTS;
 
 	/* A prepared mount namespace is entered at the root step instead, a prepared IPC
-	 * namespace first thing in the child. */
-	if (ctx->mntns_fd < 0)
+	 * namespace first thing in the child. In user mode a copy of launcherd's (the host's,
+	 * as it is now) is made all the same: the bind sources are found again and proc is
+	 * made there, which only a namespace of launcherd's own user namespace allows. */
+	if (ctx->mntns_fd < 0 || ctx->userns_late)
 		f |= CLONE_NEWNS;
 	if (ctx->ipcns_fd < 0)
 		f |= CLONE_NEWIPC;

@@ -415,16 +415,8 @@ int main(int argc, char **argv)
 	if (d->devnull_fd < 0)
 		die("cannot open /dev/null: %s", strerror(errno));
 	d->dev_template = -1;
-	/* User mode: a mount namespace of our own too (a copy of the host's, owned by our user
-	 * namespace, host mounts still propagating in), in which we may build the /dev template,
-	 * the pool its empty mount namespaces, and each sandbox its proc (launcherd-mount.c). */
-	if (d->own_userns) {
-		d->own_mntns = unshare(CLONE_NEWNS) == 0;
-		if (!d->own_mntns)
-			log_warning_errno(-errno, "no mount namespace of our own (%m): no /dev "
-						  "template, no mount namespace pool");
-	}
-	if (d->mode == LAUNCHERD_PRIVILEGED || d->own_mntns) {
+	/* (User mode: the pool's helper builds it, in a mount namespace of its own.) */
+	if (d->mode == LAUNCHERD_PRIVILEGED) {
 		r = mount_dev_template(&d->dev_template);
 		if (r < 0)
 			log_warning_errno(r, "no /dev template (%m): each sandbox builds its own");
@@ -448,11 +440,12 @@ int main(int argc, char **argv)
 
 	d->netns_pool.sock = -1;
 	if (d->mode == LAUNCHERD_PRIVILEGED || d->own_userns) {
-		/* Entering a prepared mount namespace needs CAP_SYS_CHROOT too. */
-		r = netns_pool_start(&d->netns_pool, d->loop,
-				     d->mode == LAUNCHERD_PRIVILEGED
-					     ? holds_capability(CAP_SYS_CHROOT)
-					     : d->own_mntns);
+		/* Entering a prepared mount namespace needs CAP_SYS_CHROOT too (in user mode, in
+		 * our own user namespace, we have it). */
+		r = netns_pool_start(
+			&d->netns_pool, d->loop,
+			d->mode == LAUNCHERD_PRIVILEGED ? holds_capability(CAP_SYS_CHROOT) : true,
+			d->mode == LAUNCHERD_USER);
 		if (r < 0)
 			log_warning_errno(
 				r, "no network namespace pool (%m): sandboxes create their own");

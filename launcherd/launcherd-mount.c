@@ -227,6 +227,16 @@ static uint64_t bind_attrs(const struct plan_mount *m)
 	return MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (m->read_only ? MOUNT_ATTR_RDONLY : 0);
 }
 
+int mount_dev_clone(int dev_template)
+{
+	/* Why this is safe: the template is launcherd's own (or its helper's), read-only, and
+	 * holds nothing of any requester; each sandbox mounts a clone of it. */
+	int t = open_tree(dev_template, "",
+			  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+
+	return t < 0 ? -errno : t;
+}
+
 int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_template, int *tree_fds,
 			int *ret_index)
 {
@@ -236,11 +246,7 @@ int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_templat
 
 		tree_fds[i] = -1;
 		if (m->type == PLAN_MOUNT_DEV && dev_template >= 0) {
-			/* Why this is safe: the template is launcherd's own, read-only, and holds
-			 * nothing of any requester; each sandbox mounts a clone of it. */
-			t = open_tree(dev_template, "",
-				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
-					      AT_RECURSIVE);
+			t = mount_dev_clone(dev_template);
 			tree_fds[i] = t < 0 ? -1 : t; /* else the child builds one */
 			continue;
 		}

@@ -24,6 +24,8 @@ int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_templat
  * CAP_SYS_ADMIN, launcherd makes it once at start: mount_prepare_binds() then puts a clone of it
  * in tree_fds[i] for each "dev" entry (dev_template -1: the child builds its own). */
 int mount_dev_template(int *ret_fd);
+/* A clone of that template, detached (the caller owns it), or -errno. */
+int mount_dev_clone(int dev_template);
 
 /*
  * Child side, in its new mount namespace: make the tree private (STEP_MOUNT_PRIVATE), mount the

@@ -93,9 +93,9 @@ static int make_mntns(int own)
  * ('i', answered 'i', or 'I' without an fd), sent back as an fd; or ('c', with an fd, not
  * answered) a namespace to let go of, so that its teardown runs here. Never returns.
  */
-_noreturn_ static void netns_helper(int sock)
+_noreturn_ static void netns_helper(int sock, bool dev)
 {
-	int own_mnt;
+	int own_mnt, dev_template = -1;
 
 	/* Nothing of launcherd's but this socket; and no life of its own after launcherd's. */
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -103,6 +103,10 @@ _noreturn_ static void netns_helper(int sock)
 		_exit(1);
 	(void)syscall(SYS_close_range, 4U, ~0U, 0U);
 	sock = 3;
+	/* Why this is safe: our own copy of the mount table, owned by launcherd's user namespace;
+	 * nothing is attached in it, the template is a detached tree. */
+	if (dev && (unshare(CLONE_NEWNS) < 0 || mount_dev_template(&dev_template) < 0))
+		dev_template = -1;
 	own_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	for (;;) {
 		char c;
@@ -122,6 +126,14 @@ _noreturn_ static void netns_helper(int sock)
 			 * launcherd gives it to one sandbox, which builds its root in it. */
 			fd = own_mnt >= 0 ? make_mntns(own_mnt) : -EBADF;
 			if (ipc_send_with_fds(sock, fd >= 0 ? "m" : "M", 1, &fd, fd >= 0 ? 1 : 0,
+					      0) < 0)
+				_exit(1);
+			safe_close(fd);
+			continue;
+		}
+		if (c == 'd') {
+			fd = dev_template < 0 ? -EBADF : mount_dev_clone(dev_template);
+			if (ipc_send_with_fds(sock, fd >= 0 ? "d" : "D", 1, &fd, fd >= 0 ? 1 : 0,
 					      0) < 0)
 				_exit(1);
 			safe_close(fd);
@@ -149,7 +161,7 @@ _noreturn_ static void netns_helper(int sock)
 }
 
 _Static_assert(NETNS_POOL_SIZE <= NS_SLOTS_MAX && MNTNS_POOL_SIZE <= NS_SLOTS_MAX &&
-		       IPCNS_POOL_SIZE <= NS_SLOTS_MAX,
+		       IPCNS_POOL_SIZE <= NS_SLOTS_MAX && DEVTREE_POOL_SIZE <= NS_SLOTS_MAX,
 	       "struct ns_slots too small");
 
 static bool slots_request(struct netns_pool *p, struct ns_slots *sl, size_t size, char byte)
@@ -165,8 +177,9 @@ static bool slots_request(struct netns_pool *p, struct ns_slots *sl, size_t size
 static void pool_request(struct netns_pool *p)
 {
 	if (slots_request(p, &p->net, NETNS_POOL_SIZE, 'w') &&
-	    slots_request(p, &p->mnt, MNTNS_POOL_SIZE, 'm'))
-		(void)slots_request(p, &p->ipc, IPCNS_POOL_SIZE, 'i');
+	    slots_request(p, &p->mnt, MNTNS_POOL_SIZE, 'm') &&
+	    slots_request(p, &p->ipc, IPCNS_POOL_SIZE, 'i'))
+		(void)slots_request(p, &p->dev, DEVTREE_POOL_SIZE, 'd');
 }
 
 static void slots_clear(struct ns_slots *sl)
@@ -211,6 +224,10 @@ static int on_pool(struct event_source *s, int fd, uint32_t revents, void *userd
 		slots_receive(&p->ipc, IPCNS_POOL_SIZE, nsfd, n_fds, "IPC");
 		return 0;
 	}
+	if (n > 0 && (c == 'd' || c == 'D')) {
+		slots_receive(&p->dev, DEVTREE_POOL_SIZE, nsfd, n_fds, "/dev");
+		return 0;
+	}
 	if (n <= 0 || n_fds == 0) {
 		/* The helper is gone or failing: no pool from now on, CLONE_NEWNET instead. */
 		if (n > 0)
@@ -222,14 +239,16 @@ static int on_pool(struct event_source *s, int fd, uint32_t revents, void *userd
 	return 0;
 }
 
-int netns_pool_start(struct netns_pool *p, struct event_loop *loop, bool mntns)
+int netns_pool_start(struct netns_pool *p, struct event_loop *loop, bool mntns, bool dev)
 {
 	int sv[2], r;
 	pid_t pid;
 
-	*p = (struct netns_pool){
-		.sock = -1, .net.enabled = true, .mnt.enabled = mntns, .ipc.enabled = true
-	};
+	*p = (struct netns_pool){ .sock = -1,
+				  .net.enabled = true,
+				  .mnt.enabled = mntns,
+				  .ipc.enabled = true,
+				  .dev.enabled = dev };
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	pid = fork();
@@ -240,7 +259,7 @@ int netns_pool_start(struct netns_pool *p, struct event_loop *loop, bool mntns)
 	}
 	if (pid == 0) {
 		safe_close(sv[0]);
-		netns_helper(sv[1]);
+		netns_helper(sv[1], dev);
 	}
 	safe_close(sv[1]);
 	p->sock = sv[0];
@@ -276,6 +295,11 @@ int netns_pool_take_mnt(struct netns_pool *p)
 int netns_pool_take_ipc(struct netns_pool *p)
 {
 	return pool_pop(p, p->ipc.fds, &p->ipc.n);
+}
+
+int netns_pool_take_dev(struct netns_pool *p)
+{
+	return pool_pop(p, p->dev.fds, &p->dev.n);
 }
 
 void netns_pool_release(struct netns_pool *p, int fd)
@@ -323,6 +347,7 @@ void netns_pool_stop(struct netns_pool *p)
 	slots_clear(&p->net);
 	slots_clear(&p->mnt);
 	slots_clear(&p->ipc);
+	slots_clear(&p->dev);
 	for (size_t i = 0; i < p->n_shared; i++)
 		safe_close(p->shared[i].fd);
 	p->n_shared = 0;

@@ -55,6 +55,14 @@ struct netns_shared {
 #define MNTNS_POOL_SIZE 4
 
 /*
+ * In user mode the helper keeps a mount namespace of its own (a copy of the host's, owned by
+ * launcherd's user namespace) in which it builds the /dev template once (launcherd, in the
+ * host's, cannot) and hands out clones of it, DEVTREE_POOL_SIZE made ahead; the sandbox attaches
+ * one as its /dev.
+ */
+#define DEVTREE_POOL_SIZE 4
+
+/*
  * And fresh IPC namespaces (privileged mode): a new one costs ≈25–30 µs inside clone() (an
  * mqueue superblock and two sysctl tables), made here ahead of time instead. Each is handed to
  * exactly one sandbox, which setns()es into it: nothing else has ever been inside it.
@@ -76,18 +84,22 @@ struct netns_pool {
 	struct ns_slots net; /* NETNS_POOL_SIZE fresh network namespaces */
 	struct ns_slots mnt; /* MNTNS_POOL_SIZE of them, when the helper can */
 	struct ns_slots ipc; /* IPCNS_POOL_SIZE */
+	struct ns_slots dev; /* DEVTREE_POOL_SIZE /dev trees, in user mode */
 	struct event_source *src;
 	struct netns_shared shared[NETNS_SHARED_MAX];
 	size_t n_shared;
 	unsigned long long uses;
 };
 
-/* mntns: also keep empty mount namespaces (see MNTNS_POOL_SIZE). */
-int netns_pool_start(struct netns_pool *p, struct event_loop *loop, bool mntns);
+/* mntns: also keep empty mount namespaces (see MNTNS_POOL_SIZE); dev: /dev trees (user mode, see
+ * DEVTREE_POOL_SIZE). */
+int netns_pool_start(struct netns_pool *p, struct event_loop *loop, bool mntns, bool dev);
 /* An fd of an empty mount namespace (the caller owns it), or -1. Refills. */
 int netns_pool_take_mnt(struct netns_pool *p);
 /* An fd of a fresh IPC namespace (the caller owns it), or -1. Refills. */
 int netns_pool_take_ipc(struct netns_pool *p);
+/* A detached /dev tree, a clone of the helper's template (the caller owns it), or -1. Refills. */
+int netns_pool_take_dev(struct netns_pool *p);
 /*
  * Close fd, a finished sandbox's namespace, through the helper: launcherd keeps each sandbox's
  * mount namespace until its exit is reported, so that the unmounting of its tree (an RCU grace

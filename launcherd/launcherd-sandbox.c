@@ -506,6 +506,12 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	r = mount_prepare_binds(plan, fds, d->dev_template, tree_fds, &index);
 	if (r < 0)
 		goto fail;
+	/* User mode: /dev from the pool's helper, which has a template (we have none). */
+	for (size_t i = 0; i < plan->n_mounts && d->netns_pool.dev.enabled; i++)
+		if (plan->mounts[i].type == PLAN_MOUNT_DEV && tree_fds[i] < 0) {
+			tree_fds[i] = netns_pool_take_dev(&d->netns_pool);
+			break;
+		}
 
 	*reterr_step = apply_step_to_string(STEP_CLONE);
 	if (pipe2(status, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0 ||

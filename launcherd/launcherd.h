@@ -46,14 +46,13 @@ struct launcherd {
 	/* The seccomp floor, compiled once at start (launcherd-seccomp.c): [kill][unix_only], the
 	 * latter for network "none". */
 	struct seccomp_program floors[2][2];
-	/* Network, IPC and empty mount namespaces made ahead (launcherd-net.c); the last only
-	 * with CAP_SYS_CHROOT, or in user mode with a mount namespace of launcherd's own. */
+	/* Network, IPC and empty mount namespaces made ahead (launcherd-net.c), the last with
+	 * CAP_SYS_CHROOT (privileged mode) or in user mode; and in user mode /dev trees. */
 	struct netns_pool netns_pool;
 	/* User mode: launcherd entered a user namespace of its own at start (the user mapped to
 	 * itself), which owns every namespace it and its pool make; each sandbox unshares a
 	 * nested one of its own late in its set-up (launcherd-apply.c). */
 	bool own_userns;
-	bool own_mntns; /* ... and a mount namespace of its own, owned by that user namespace */
 
 	struct conn *conns;
 	struct sandbox *sandboxes;

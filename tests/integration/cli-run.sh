@@ -4,7 +4,7 @@
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 [ -x "$CORDON" ] || skip_all "cordon not built"
-plan 44
+plan 45
 
 work="$TEST_TMP/work"
 mkdir -p "$work"
@@ -140,7 +140,23 @@ else
 	na "(idem)"
 fi
 
-# 12. An ordinary user (nobody) from nothing: the controller starts a user-mode launcher, and the
+# 12. A mount made on the host after the launcher started is a bind source like any other: the
+# sandbox's mount table is copied at its spawn.
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p "$TEST_TMP/late"
+	if mount -t tmpfs -o size=1m cordon-late "$TEST_TMP/late" 2>/dev/null; then
+		echo late >"$TEST_TMP/late/f"
+		out=$("$CORDON" run --ro "$TEST_TMP/late" -- cat "$TEST_TMP/late/f" 2>&1)
+		umount "$TEST_TMP/late"
+		is "late" "$out" "a mount made after the launcher started can be bound"
+	else
+		na "cannot mount a tmpfs here"
+	fi
+else
+	na "needs root to mount"
+fi
+
+# 13. An ordinary user (nobody) from nothing: the controller starts a user-mode launcher, and the
 # embedded default runs — its memory limit is optional, and its pids limit holds through
 # RLIMIT_NPROC in the sandbox's own user namespace where there is no cgroup. A limit the user
 # asks for explicitly is refused when it cannot be enforced, naming the rule (exit 120).
