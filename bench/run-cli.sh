@@ -4,7 +4,9 @@
 #   bench/run-cli.sh [--privileged] [--repeat K] [ROUNDS]
 # (uses ./cordon, ./cordon-controller, ./cordon-launcherd; CORDON_LAUNCHERD overrides the last).
 #
-# By default the controller starts its own user-mode launcherd (no system launcher). With
+# By default the controller starts a launcherd of its own (no system launcher): privileged mode
+# as root, user mode as anyone else (to measure that, run this as an ordinary user, e.g.
+# `setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp bench/run-cli.sh`). With
 # --privileged (as root) a privileged cordon-launcherd is started on a private socket with an
 # empty floor and the controller uses it, as it would use /run/cordon/launcherd.sock. Each of
 # the K repetitions runs both benchmarks; quote the median ratio and the spread across them.

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * builtin:auto — the best lightweight OS sandbox on this host: the system cordon-launcherd when
- * its socket exists (privileged mode), else a user-mode launcherd of our own over a socketpair
- * (unprivileged user namespaces). It never selects an unconfined launcher: when no launcher
+ * its socket exists (privileged mode), else a launcherd of our own over a socketpair: privileged
+ * when we run as root with its capabilities, else in user mode (unprivileged user namespaces). It never selects an unconfined launcher: when no launcher
  * answers, the backend is unavailable.
  *
  * Instances share a launcher channel (struct auto_link): activating builtin:auto again greets the
@@ -234,7 +234,7 @@ int backend_launcher_open(struct backend_instance *bi, struct ctl_launcher **ret
 		if (r < 0)
 			log_warning_errno(r,
 					  "cannot connect to the system launcher \"%s\": %m; "
-					  "trying user mode",
+					  "starting one of our own",
 					  sock);
 	}
 	if (!l) {
@@ -249,10 +249,10 @@ int backend_launcher_open(struct backend_instance *bi, struct ctl_launcher **ret
 			}
 			bin = dflt;
 		}
-		r = ctl_launcher_start_user_mode(bin, getenv("CORDON_LAUNCHERD_FLOOR"), &l);
+		r = ctl_launcher_start_own(bin, getenv("CORDON_LAUNCHERD_FLOOR"), false, &l);
 		if (r < 0) {
 			(void)snprintf(msg, msg_size,
-				       "cannot start a user-mode launcher \"%s\": %s", bin,
+				       "cannot start a launcher of our own \"%s\": %s", bin,
 				       strerror(-r));
 			return r;
 		}

@@ -38,7 +38,7 @@ struct exit_item {
 
 struct ctl_launcher {
 	int fd;
-	pid_t child; /* user-mode launcherd we started, or 0 */
+	pid_t child; /* launcherd of our own we started, or 0 */
 	int64_t next_seq;
 	struct pending *pending;
 	struct exit_item *exits; /* reports nobody has taken yet, oldest first */
@@ -94,8 +94,8 @@ int ctl_launcher_connect(const char *path, struct ctl_launcher **ret)
 	return 0;
 }
 
-int ctl_launcher_start_user_mode(const char *launcherd_path, const char *floor_path,
-				 struct ctl_launcher **ret)
+int ctl_launcher_start_own(const char *launcherd_path, const char *floor_path, bool user_mode,
+			   struct ctl_launcher **ret)
 {
 	int sv[2];
 	pid_t pid;
@@ -110,7 +110,7 @@ int ctl_launcher_start_user_mode(const char *launcherd_path, const char *floor_p
 		return r;
 	}
 	if (pid == 0) {
-		const char *argv[] = { launcherd_path,	"--mode=user",
+		const char *argv[] = { launcherd_path,	user_mode ? "--mode=user" : "--mode=auto",
 				       "--socket-fd=3", floor_path ? "--floor" : NULL,
 				       floor_path,	NULL };
 

@@ -61,11 +61,13 @@ typedef void (*ctl_launcher_hello_cb)(struct ctl_launcher *l, json_t *info,
 /* Connect to a launcherd socket (SOCK_SEQPACKET). */
 int ctl_launcher_connect(const char *path, struct ctl_launcher **ret);
 /*
- * Start a user-mode launcherd (launcherd_path, e.g. LIBEXECDIR/cordon-launcherd) as our child
- * over a socketpair. floor_path may be NULL (its default). It exits when we close our end.
+ * Start a launcherd of our own (launcherd_path, e.g. LIBEXECDIR/cordon-launcherd) as our child
+ * over a socketpair, serving us alone. user_mode false: --mode=auto, privileged when we run as
+ * root with its capabilities (the spec's "privileged > user"), else user mode. floor_path may
+ * be NULL (its default). It exits when we close our end.
  */
-int ctl_launcher_start_user_mode(const char *launcherd_path, const char *floor_path,
-				 struct ctl_launcher **ret);
+int ctl_launcher_start_own(const char *launcherd_path, const char *floor_path, bool user_mode,
+			   struct ctl_launcher **ret);
 /* Close the channel (launcherd kills the sandboxes that asked to die with us) and reap a
  * user-mode launcherd we started. */
 void ctl_launcher_free(struct ctl_launcher *l);

@@ -103,6 +103,18 @@ static bool holds_capability(cap_value_t c)
 	return held;
 }
 
+/* auto: privileged mode when it can be had (root is not enough in a container without them). */
+static bool holds_needed_capabilities(void)
+{
+	cap_t caps = cap_get_proc();
+	bool all = caps != NULL;
+
+	for (size_t i = 0; all && i < ELEMENTSOF(needed_caps); i++)
+		all = cap_held(caps, needed_caps[i]);
+	(void)cap_free(caps);
+	return all;
+}
+
 /* Privileged mode: keep exactly needed_caps (+ optional ones held) as permitted and effective,
  * so a bug in launcherd cannot use what it was never meant to have, and empty the bounding set
  * altogether: launcherd never execs, so it needs none, and every sandbox then starts with an
@@ -377,7 +389,8 @@ int main(int argc, char **argv)
 	activated_fd = socket_fd < 0 ? activated_socket() : -1;
 
 	if (streq(mode, "auto"))
-		d->mode = geteuid() == 0 ? LAUNCHERD_PRIVILEGED : LAUNCHERD_USER;
+		d->mode = geteuid() == 0 && holds_needed_capabilities() ? LAUNCHERD_PRIVILEGED
+									: LAUNCHERD_USER;
 	else if (streq(mode, "privileged"))
 		d->mode = LAUNCHERD_PRIVILEGED;
 	else if (streq(mode, "user"))

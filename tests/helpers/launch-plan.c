@@ -245,7 +245,7 @@ int main(int argc, char **argv)
 		return die_usage("expected one plan file");
 
 	if (user_mode)
-		r = ctl_launcher_start_user_mode(user_mode, floor_path, &l);
+		r = ctl_launcher_start_own(user_mode, floor_path, true, &l);
 	else
 		r = ctl_launcher_connect(socket_path ? socket_path
 						     : CORDON_RUNSTATEDIR "/cordon/launcherd.sock",
