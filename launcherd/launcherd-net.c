@@ -89,9 +89,10 @@ static int make_mntns(int own)
 
 /*
  * The helper: per request byte, a fresh netns ('w', answered 'n'), an empty mount namespace
- * ('m', answered 'm', or 'M' without an fd when that cannot be done) or a fresh IPC namespace
- * ('i', answered 'i', or 'I' without an fd), sent back as an fd; or ('c', with an fd, not
- * answered) a namespace to let go of, so that its teardown runs here. Never returns.
+ * ('m', answered 'm', or 'M' without an fd when that cannot be done), a fresh IPC namespace
+ * ('i', answered 'i', or 'I' without an fd) or, with dev (user mode), a clone of its /dev
+ * template ('d', answered 'd', or 'D' without an fd), sent back as an fd; or ('c', with an fd,
+ * not answered) a namespace to let go of, so that its teardown runs here. Never returns.
  */
 _noreturn_ static void netns_helper(int sock, bool dev)
 {

@@ -46,7 +46,8 @@ struct netns_shared {
 
 /*
  * The same helper makes empty mount namespaces ahead of time (privileged mode with
- * CAP_SYS_CHROOT, which setns(CLONE_NEWNS) needs): each a copy of launcherd's whose tree was
+ * CAP_SYS_CHROOT, which setns(CLONE_NEWNS) needs; user mode, in launcherd's user namespace):
+ * each a copy of launcherd's (in user mode, of the helper's own) whose tree was
  * made private, replaced by a fresh tmpfs with pivot_root and detached, so that its one mount
  * is a fresh, empty root. The sandbox setns()es into one instead of copying launcherd's mount
  * table and detaching it again itself (≈0.2 ms, most of it an RCU grace period of the detach,
@@ -63,7 +64,7 @@ struct netns_shared {
 #define DEVTREE_POOL_SIZE 4
 
 /*
- * And fresh IPC namespaces (privileged mode): a new one costs ≈25–30 µs inside clone() (an
+ * And fresh IPC namespaces (both modes): a new one costs ≈25–30 µs inside clone() (an
  * mqueue superblock and two sysctl tables), made here ahead of time instead. Each is handed to
  * exactly one sandbox, which setns()es into it: nothing else has ever been inside it.
  */
