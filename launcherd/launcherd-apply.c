@@ -136,6 +136,17 @@ int apply_map_self(int self_dir, uid_t uid, gid_t gid)
 	return write_proc_self(self_dir, "gid_map", line);
 }
 
+/* userns-map: the user namespace we are in, new, mapped through self_dir (closed), or fail. */
+static void userns_map(const struct apply_context *ctx, int *self_dir)
+{
+	int r = apply_map_self(*self_dir, ctx->uid, ctx->gid);
+
+	if (r < 0)
+		fail(ctx, STEP_USERNS_MAP, r, -1);
+	*self_dir = safe_close(*self_dir);
+	launcherd_trace(ctx->id, "userns-map");
+}
+
 /* The securebits every sandbox runs with: uid 0 gains nothing by exec (noroot), a uid switch
  * leaves the capability sets alone (no-setuid-fixup: set before the identity step's switch, so
  * that the capabilities step still holds CAP_SETPCAP without PR_SET_KEEPCAPS), keep-caps stays
@@ -405,13 +416,8 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 		if (self_dir < 0)
 			fail(ctx, STEP_USERNS_MAP, errno, -1);
 	}
-	if (ctx->userns && !ctx->userns_late) {
-		r = apply_map_self(self_dir, ctx->uid, ctx->gid);
-		if (r < 0)
-			fail(ctx, STEP_USERNS_MAP, r, -1);
-		self_dir = safe_close(self_dir);
-		launcherd_trace(ctx->id, "userns-map");
-	}
+	if (ctx->userns && !ctx->userns_late)
+		userns_map(ctx, &self_dir);
 
 	/* mount-private, root, mount */
 	r = mount_build_root(plan, ctx->fds, ctx->tree_fds, ctx->uid == 0, ctx->mntns_fd, &step,
@@ -496,11 +502,7 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	if (self_dir >= 0) {
 		if (unshare(CLONE_NEWUSER) < 0)
 			fail(ctx, STEP_USERNS_MAP, errno, -1);
-		r = apply_map_self(self_dir, ctx->uid, ctx->gid);
-		if (r < 0)
-			fail(ctx, STEP_USERNS_MAP, r, -1);
-		self_dir = safe_close(self_dir);
-		launcherd_trace(ctx->id, "userns-map");
+		userns_map(ctx, &self_dir);
 	}
 
 	/* rlimit */

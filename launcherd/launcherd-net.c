@@ -87,6 +87,16 @@ static int make_mntns(int own)
 	return r < 0 ? r : TAKE_FD(fd);
 }
 
+/* The helper's answer: yes with fd (then closed here), or no without one. */
+static void helper_answer(int sock, char yes, char no, int fd)
+{
+	char c = fd >= 0 ? yes : no;
+
+	if (ipc_send_with_fds(sock, &c, 1, &fd, fd >= 0 ? 1 : 0, 0) < 0)
+		_exit(1);
+	safe_close(fd);
+}
+
 /*
  * The helper: per request byte, a fresh netns ('w', answered 'n'), an empty mount namespace
  * ('m', answered 'm', or 'M' without an fd when that cannot be done), a fresh IPC namespace
@@ -125,19 +135,12 @@ _noreturn_ static void netns_helper(int sock, bool dev)
 		if (c == 'm') {
 			/* Why this is safe: the namespace's one mount is a tmpfs made here, empty;
 			 * launcherd gives it to one sandbox, which builds its root in it. */
-			fd = own_mnt >= 0 ? make_mntns(own_mnt) : -EBADF;
-			if (ipc_send_with_fds(sock, fd >= 0 ? "m" : "M", 1, &fd, fd >= 0 ? 1 : 0,
-					      0) < 0)
-				_exit(1);
-			safe_close(fd);
+			helper_answer(sock, 'm', 'M', own_mnt >= 0 ? make_mntns(own_mnt) : -EBADF);
 			continue;
 		}
 		if (c == 'd') {
-			fd = dev_template < 0 ? -EBADF : mount_dev_clone(dev_template);
-			if (ipc_send_with_fds(sock, fd >= 0 ? "d" : "D", 1, &fd, fd >= 0 ? 1 : 0,
-					      0) < 0)
-				_exit(1);
-			safe_close(fd);
+			helper_answer(sock, 'd', 'D',
+				      dev_template < 0 ? -EBADF : mount_dev_clone(dev_template));
 			continue;
 		}
 		if (c == 'i') {
@@ -145,19 +148,14 @@ _noreturn_ static void netns_helper(int sock, bool dev)
 			 * IPC object to make in it; the next 'i' leaves it for another. */
 			if (unshare(CLONE_NEWIPC) == 0)
 				fd = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC);
-			if (ipc_send_with_fds(sock, fd >= 0 ? "i" : "I", 1, &fd, fd >= 0 ? 1 : 0,
-					      0) < 0)
-				_exit(1);
-			safe_close(fd);
+			helper_answer(sock, 'i', 'I', fd);
 			continue;
 		}
 		/* Why this is safe: the namespace is new and empty; this process only brings lo up
 		 * in it and passes it to launcherd, which gives it to one sandbox. */
 		if (unshare(CLONE_NEWNET) == 0 && net_loopback_up() >= 0)
 			fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-		if (ipc_send_with_fds(sock, "n", 1, &fd, fd >= 0 ? 1 : 0, 0) < 0)
-			_exit(1);
-		safe_close(fd);
+		helper_answer(sock, 'n', 'n', fd); /* no fd: launcherd stops the pool */
 	}
 }
 

@@ -437,9 +437,10 @@ static void make_id(char *buf, size_t size)
 }
 
 /*
- * The sandbox's network namespace, in privileged mode or in user mode with launcherd's own user
- * namespace (which owns the pool's namespaces: the child enters one before it unshares its own
- * user namespace); otherwise -1: CLONE_NEWNET. Sets *ret_borrowed when the fd stays the pool's.
+ * The sandbox's network namespace from the pool (privileged mode, or user mode with launcherd's
+ * own user namespace, which owns the pool's namespaces: the child enters one before it unshares
+ * its own user namespace); -1 without one: CLONE_NEWNET. Sets *ret_borrowed when the fd stays
+ * the pool's.
  *
  * Network "none" joins the requester's shared namespace (launcherd-net.h says why that is
  * safe) only when both locks that make it safe are on: the AF_UNIX-only seccomp floor, which
@@ -451,8 +452,7 @@ static int sandbox_netns(struct launcherd *d, const struct plan *plan, uid_t uid
 			 bool *ret_borrowed)
 {
 	*ret_borrowed = false;
-	if (plan->network == PLAN_NETWORK_HOST ||
-	    (d->mode != LAUNCHERD_PRIVILEGED && !d->own_userns))
+	if (plan->network == PLAN_NETWORK_HOST)
 		return -1;
 	if (plan->network == PLAN_NETWORK_NONE && plan->has_landlock && d->landlock_abi >= 6 &&
 	    (plan->landlock_scope & CORDON_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET)) {
