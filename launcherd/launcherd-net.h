@@ -12,7 +12,7 @@
 struct event_loop;
 struct event_source;
 
-/* Bring the loopback interface up (libnl-route). */
+/* Bring the loopback interface up, its gso size raised (libnl; see launcherd-net.c). */
 int net_loopback_up(void);
 
 /*

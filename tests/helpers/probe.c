@@ -6,7 +6,7 @@
  *   1  the attempt was refused (errno printed),
  *   2  usage or a set-up problem of the probe itself.
  * A few subcommands are helpers rather than attempts (sleep-tree, fds, env, alloc, forkloop,
- * netns, ns, ns-owner, securebits, abstract-listen, tcp-listen),
+ * netns, ns, ns-owner, securebits, abstract-listen, tcp-listen, lo-gso),
  * documented with each.
  */
 #define _GNU_SOURCE
@@ -37,6 +37,7 @@
 #include <linux/bpf.h>
 #include <linux/io_uring.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/vm_sockets.h>
 #include <netinet/in.h>
 
@@ -352,6 +353,43 @@ static int show_ns_owner(int n_args, char *const *args)
 	return 0;
 }
 
+/* Helper ("lo-gso"): lo's gso sizes, "gso N ipv4 M" (0: not reported), from RTM_GETLINK. */
+static int show_lo_gso(void)
+{
+	struct {
+		struct nlmsghdr h;
+		struct ifinfomsg i;
+	} req = { .h = { .nlmsg_len = sizeof(req),
+			 .nlmsg_type = RTM_GETLINK,
+			 .nlmsg_flags = NLM_F_REQUEST },
+		  .i = { .ifi_family = AF_UNSPEC, .ifi_index = 1 } };
+	union {
+		struct nlmsghdr h;
+		char buf[16384];
+	} resp;
+	unsigned gso = 0, gso4 = 0;
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_ROUTE);
+	ssize_t n;
+
+	if (fd < 0 || send(fd, &req, sizeof(req), 0) < 0 ||
+	    (n = recv(fd, &resp, sizeof(resp), 0)) < (ssize_t)NLMSG_LENGTH(sizeof(req.i)) ||
+	    resp.h.nlmsg_type != RTM_NEWLINK) {
+		perror("probe: lo-gso");
+		return 2;
+	}
+	int len = (int)resp.h.nlmsg_len - (int)NLMSG_LENGTH(sizeof(req.i));
+
+	for (struct rtattr *a = (struct rtattr *)((char *)NLMSG_DATA(&resp.h) + sizeof(req.i));
+	     RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+		if (a->rta_type == IFLA_GSO_MAX_SIZE)
+			memcpy(&gso, RTA_DATA(a), sizeof(gso));
+		if (a->rta_type == 63 /* IFLA_GSO_IPV4_MAX_SIZE, 6.3 */)
+			memcpy(&gso4, RTA_DATA(a), sizeof(gso4));
+	}
+	printf("gso %u ipv4 %u\n", gso, gso4);
+	return 0;
+}
+
 static int try_personality(void)
 {
 	if (syscall(SYS_personality, 0x0040000 /* ADDR_NO_RANDOMIZE */) < 0)
@@ -549,6 +587,8 @@ int main(int argc, char **argv)
 		return show_ns(argc - 2, argv + 2);
 	if (!strcmp(cmd, "ns-owner") && argc > 2)
 		return show_ns_owner(argc - 2, argv + 2);
+	if (!strcmp(cmd, "lo-gso"))
+		return show_lo_gso();
 	if (!strcmp(cmd, "securebits"))
 		return show_securebits();
 	if (!strcmp(cmd, "personality"))

@@ -10,6 +10,6 @@ needed=$(readelf -d "$LAUNCHERD" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 diag "NEEDED: $(echo $needed)"
 check "does not link libcurl" test -z "$(echo "$needed" | grep -i curl)"
 check "does not link libsodium" test -z "$(echo "$needed" | grep -i sodium)"
-check "links libseccomp, libcap and libnl-route (what it does use)" \
-	test "$(echo "$needed" | grep -cE '^(libseccomp|libcap|libnl-route-3)\.so')" = 3
+check "links libseccomp, libcap and libnl (what it does use)" \
+	test "$(echo "$needed" | grep -cE '^(libseccomp|libcap|libnl-3)\.so')" = 3
 check "not installed setuid by the build" test ! -u "$LAUNCHERD"
