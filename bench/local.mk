@@ -20,9 +20,11 @@ bench_bench_exec_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
 bench_bench_activation_SOURCES = %reldir%/bench-activation.c $(BENCH_STATS) $(BENCH_CONTROLLER)
 bench_bench_activation_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_bench_activation_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
-bench_proxy_throughput_SOURCES = %reldir%/proxy-throughput.c $(BENCH_STATS)
-bench_proxy_throughput_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-bench_proxy_throughput_LDADD = libproxy.a libcommon.a $(JANSSON_LIBS)
+## The proxy's client side gets lo as launcherd sets it up in a sandbox's netns.
+bench_proxy_throughput_SOURCES = %reldir%/proxy-throughput.c $(BENCH_STATS) \
+	launcherd/launcherd-lo.c
+bench_proxy_throughput_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBNL_CFLAGS)
+bench_proxy_throughput_LDADD = libproxy.a libcommon.a $(JANSSON_LIBS) $(LIBNL_LIBS)
 CLEANFILES += $(EXTRA_PROGRAMS)
 EXTRA_DIST += %reldir%/run-cli.sh %reldir%/trace-steps.py
 bench: $(EXTRA_PROGRAMS)

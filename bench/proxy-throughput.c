@@ -3,11 +3,15 @@
  * bench/proxy-throughput: the allowed-domains proxy engine against plain loopback TCP.
  *
  *   bench/proxy-throughput [--mib N] [--rounds R] [--connects K] [--buffer BYTES]
- *                          [--pipe-max BYTES] [--copy-only]
+ *                          [--buffer-max BYTES] [--host-lo] [--verbose]
  *
  * A forked server on 127.0.0.1 (sink: read to EOF, then close; source: send the bytes asked
  * for, then close; echo: answer one byte) and the proxy engine in a forked child on its own event
- * loop, with rules allowing "bench.test" pinned to 127.0.0.1. Then, paired and interleaved:
+ * loop, with rules allowing "bench.test" pinned to 127.0.0.1. As in a sandbox of network mode
+ * proxy, the proxy's listener and the client's end of each tunnel are in a network namespace of
+ * their own, its lo brought up by launcherd's own code (launcherd-lo.c), and the proxy connects
+ * to the server in the host's (--host-lo, or without the privilege to make one: all on the
+ * host's lo). Then, paired and interleaved:
  *   throughput  N MiB (default 256) each way, directly and through a CONNECT tunnel: upload
  *               (client → server, timed from the first byte to the server's close) and download
  *               (server → client, timed from the request to the client's EOF); R rounds
@@ -20,12 +24,14 @@
  * per GiB on each path, and how often each was put on a CPU per MiB (wake-ups). With fewer free
  * cores than the three processes, the proxy path is bounded by its total over the cores: the
  * ratio that bound allows is printed.
- * --copy-only relays through the engine's buffers instead of splice() pipes.
+ * --buffer and --buffer-max set the engine's buffers (struct proxy_limits); --verbose prints
+ * every transfer's rate, CPU and wake-ups.
  * Not a test: numbers depend on the machine.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <sched.h>
 #include <netinet/in.h>
@@ -44,6 +50,7 @@
 #include "common/system.h"
 #include "common/util.h"
 #include "controller/proxy.h"
+#include "launcherd/launcherd-net.h"
 
 static int listen_any(unsigned *ret_port)
 {
@@ -64,20 +71,33 @@ static int listen_any(unsigned *ret_port)
 	return fd;
 }
 
-static int connect_port(unsigned port)
+/* The host's network namespace and the "sandbox's" (-1: all on the host's lo). */
+static int host_ns = -1, sandbox_ns = -1;
+
+/* A client socket, in the sandbox's namespace when there is one and in_sandbox; -1 on error. */
+static int client_socket(bool in_sandbox)
+{
+	int fd, one = 1;
+
+	if (in_sandbox && sandbox_ns >= 0 && setns(sandbox_ns, CLONE_NEWNET) < 0)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (in_sandbox && sandbox_ns >= 0 && setns(host_ns, CLONE_NEWNET) < 0)
+		return safe_close(fd);
+	if (fd >= 0)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+/* fd connected to 127.0.0.1:port, or -1 (fd closed). */
+static int connect_port(int fd, unsigned port)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 				   .sin_port = htons((uint16_t)port) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 
-	if (fd < 0)
-		return -1;
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
-		safe_close(fd);
-		return -1;
-	}
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+		return safe_close(fd);
 	return fd;
 }
 
@@ -119,8 +139,8 @@ _noreturn_ static void server(int lfd)
 	}
 }
 
-static size_t buffer_size = PROXY_DEFAULT_BUFFER_SIZE, pipe_max = PROXY_DEFAULT_PIPE_MAX;
-static bool copy_only;
+static size_t buffer_size = PROXY_DEFAULT_BUFFER_SIZE, buffer_max = PROXY_DEFAULT_BUFFER_MAX;
+static bool verbose;
 
 _noreturn_ static void proxy(int lfd, unsigned upstream)
 {
@@ -133,8 +153,7 @@ _noreturn_ static void proxy(int lfd, unsigned upstream)
 
 	proxy_limits_default(&limits);
 	limits.buffer_size = buffer_size;
-	limits.pipe_max = pipe_max;
-	limits.copy_only = copy_only;
+	limits.buffer_max = buffer_max;
 	if (!allow || proxy_rules_new(a, NULL, NULL, 0, pins, &r, NULL) < 0 ||
 	    event_loop_new(&loop) < 0 ||
 	    proxy_listener_new(loop, lfd, r, &limits, NULL, NULL, &l) < 0)
@@ -143,12 +162,13 @@ _noreturn_ static void proxy(int lfd, unsigned upstream)
 	_exit(0);
 }
 
-static int tunnel(unsigned proxy_port, unsigned upstream)
+/* fd (a client_socket(true)) through a CONNECT tunnel to upstream, or -1 (fd closed). */
+static int tunnel(int fd, unsigned proxy_port, unsigned upstream)
 {
 	char req[128], resp[128];
 	size_t got = 0;
-	int fd = connect_port(proxy_port);
 
+	fd = connect_port(fd, proxy_port);
 	if (fd < 0)
 		return -1;
 	(void)snprintf(req, sizeof(req), "CONNECT bench.test:%u HTTP/1.1\r\n\r\n", upstream);
@@ -247,6 +267,40 @@ static struct cpu cpu_now(pid_t server, pid_t proxy)
 	return c;
 }
 
+static void transfer_report(const char *name, bool via_proxy, unsigned mib, double t,
+			    const struct cpu *c0, const struct cpu *c1)
+{
+	printf("  %s %s: %.0f MiB/s; CPU ms per GiB client %.0f, server %.0f, proxy %.0f; "
+	       "times on a CPU per MiB %.1f, %.1f, %.1f\n",
+	       name, via_proxy ? "proxy" : "direct", mib / t,
+	       (double)(c1->v[0] - c0->v[0]) / 1e6 * 1024 / mib,
+	       (double)(c1->v[1] - c0->v[1]) / 1e6 * 1024 / mib,
+	       (double)(c1->v[2] - c0->v[2]) / 1e6 * 1024 / mib,
+	       (double)(c1->runs[0] - c0->runs[0]) / mib, (double)(c1->runs[1] - c0->runs[1]) / mib,
+	       (double)(c1->runs[2] - c0->runs[2]) / mib);
+}
+
+/*
+ * The "sandbox's" network namespace, lo up as launcherd brings it up, entered (the caller makes
+ * the proxy's listener there and goes back to host_ns). Needs CAP_SYS_ADMIN.
+ */
+static int make_sandbox_netns(void)
+{
+	int r;
+
+	host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (host_ns < 0 || unshare(CLONE_NEWNET) < 0)
+		return -errno;
+	sandbox_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	r = sandbox_ns < 0 ? -errno : net_loopback_up();
+	if (r < 0) {
+		(void)setns(host_ns, CLONE_NEWNET);
+		sandbox_ns = safe_close(sandbox_ns);
+		errno = -r;
+	}
+	return r;
+}
+
 static double echo_once(int fd, unsigned long long t0)
 {
 	char c;
@@ -291,12 +345,12 @@ static void way_report(const struct way *w, unsigned mib, unsigned rounds, unsig
 	double gib = (double)mib * rounds / 1024.0;
 	const uint64_t(*c)[3] = w->cpu, (*r)[3] = w->runs;
 
-	printf("%s (%u MiB, %u paired rounds, %zu-byte buffers, %s %zu): direct %.0f MiB/s, "
-	       "proxy %.0f MiB/s, median ratio %.3f\n",
-	       w->name, mib, rounds, buffer_size,
-	       copy_only ? "copying, no pipes" : "splice, pipes up to",
-	       copy_only ? (size_t)0 : pipe_max, bench_median(w->mibs[0], rounds),
-	       bench_median(w->mibs[1], rounds), bench_median(w->ratio, rounds));
+	printf("%s (%u MiB, %u paired rounds, buffers %zu growing to %zu, client in %s): direct "
+	       "%.0f MiB/s, proxy %.0f MiB/s, median ratio %.3f\n",
+	       w->name, mib, rounds, buffer_size, buffer_max,
+	       sandbox_ns >= 0 ? "a netns of its own" : "the host's netns",
+	       bench_median(w->mibs[0], rounds), bench_median(w->mibs[1], rounds),
+	       bench_median(w->ratio, rounds));
 	printf("  CPU ms per GiB: direct client %.0f + server %.0f (+ idle proxy %.0f) = %.0f; "
 	       "proxy client %.0f + server %.0f + proxy %.0f = %.0f\n",
 	       c[0][0] / 1e6 / gib, c[0][1] / 1e6 / gib, c[0][2] / 1e6 / gib,
@@ -317,8 +371,9 @@ int main(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "connects", required_argument, NULL, 'c' },
 		{ "buffer", required_argument, NULL, 'b' },
-		{ "pipe-max", required_argument, NULL, 'p' },
-		{ "copy-only", no_argument, NULL, 'C' },
+		{ "buffer-max", required_argument, NULL, 'B' },
+		{ "host-lo", no_argument, NULL, 'H' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{},
 	};
 	unsigned mib = 256, rounds = 11, connects = 500, sport, pport;
@@ -327,6 +382,7 @@ int main(int argc, char **argv)
 			       { .name = "download", .run = download } };
 	pid_t spid, ppid;
 	uint64_t v;
+	bool host_lo = false;
 	int c, sfd, pfd;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0) {
@@ -340,16 +396,16 @@ int main(int argc, char **argv)
 			buffer_size = (size_t)v;
 			continue;
 		}
-		if (c == 'p' && safe_atou64(optarg, &v) >= 0 && v <= (1U << 30)) {
-			pipe_max = (size_t)v;
+		if (c == 'B' && safe_atou64(optarg, &v) >= 0 && v <= (1U << 30)) {
+			buffer_max = (size_t)v;
 			continue;
 		}
-		if (c == 'C') {
-			copy_only = true;
+		if (c == 'H' || c == 'v') {
+			*(c == 'H' ? &host_lo : &verbose) = true;
 			continue;
 		}
 		fprintf(stderr, "usage: proxy-throughput [--mib N] [--rounds R] [--connects K] "
-				"[--buffer BYTES] [--pipe-max BYTES] [--copy-only]\n");
+				"[--buffer BYTES] [--buffer-max BYTES] [--host-lo] [--verbose]\n");
 		return 2;
 	}
 	for (unsigned w = 0; w < 2; w++) {
@@ -367,7 +423,12 @@ int main(int argc, char **argv)
 	(void)signal(SIGPIPE, SIG_IGN);
 
 	sfd = listen_any(&sport);
+	if (!host_lo && make_sandbox_netns() < 0)
+		fprintf(stderr, "proxy-throughput: no network namespace of its own for the client "
+				"(%m): all on the host's lo\n");
 	pfd = listen_any(&pport);
+	if (sandbox_ns >= 0 && setns(host_ns, CLONE_NEWNET) < 0)
+		return fprintf(stderr, "setns: %m\n"), 1;
 	if (sfd < 0 || pfd < 0)
 		return fprintf(stderr, "listen: %s\n", strerror(-(sfd < 0 ? sfd : pfd))), 1;
 	spid = fork();
@@ -390,7 +451,9 @@ int main(int argc, char **argv)
 			/* Alternate which goes first so drift does not favour one side. */
 			for (unsigned k = 0; k < 2; k++) {
 				bool via_proxy = (i + k) % 2;
-				int fd = via_proxy ? tunnel(pport, sport) : connect_port(sport);
+				int fd = client_socket(via_proxy);
+
+				fd = via_proxy ? tunnel(fd, pport, sport) : connect_port(fd, sport);
 				struct cpu c0 = cpu_now(spid, ppid), c1;
 				double t = way->run(fd, bytes);
 
@@ -398,6 +461,8 @@ int main(int argc, char **argv)
 				if (t <= 0)
 					return fprintf(stderr, "%s failed\n", way->name), 1;
 				way->mibs[via_proxy][i] = (double)mib / t;
+				if (verbose)
+					transfer_report(way->name, via_proxy, mib, t, &c0, &c1);
 				for (unsigned j = 0; j < 3; j++) {
 					way->cpu[via_proxy][j] += c1.v[j] - c0.v[j];
 					way->runs[via_proxy][j] += c1.runs[j] - c0.runs[j];
@@ -411,11 +476,13 @@ int main(int argc, char **argv)
 		       ways[1].mibs[0][i], ways[1].mibs[1][i], ways[1].ratio[i]);
 	}
 	for (unsigned i = 0; i < connects; i++) {
+		/* Sockets made first: entering the sandbox's namespace is not the proxy's cost. */
+		int dfd = client_socket(false), pfd2 = client_socket(true);
 		unsigned long long t0 = now_nsec();
 
-		ld[i] = echo_once(connect_port(sport), t0);
+		ld[i] = echo_once(connect_port(dfd, sport), t0);
 		t0 = now_nsec();
-		lp[i] = echo_once(tunnel(pport, sport), t0);
+		lp[i] = echo_once(tunnel(pfd2, pport, sport), t0);
 		if (ld[i] < 0 || lp[i] < 0)
 			return fprintf(stderr, "echo failed\n"), 1;
 		added[i] = lp[i] - ld[i];

@@ -4,18 +4,18 @@
  * connection). A connection goes through:
  *
  *   SNIFF ──0x05──▶ SOCKS_GREETING ─▶ SOCKS_REQUEST ─┐
- *     └──"METHOD "──▶ HTTP_HEAD (CONNECT or absolute URI) ─┴▶ RESOLVING ─▶ CONNECTING ─▶ SPLICE
+ *     └──"METHOD "──▶ HTTP_HEAD (CONNECT or absolute URI) ─┴▶ RESOLVING ─▶ CONNECTING ─▶ TUNNEL
  *   any refusal ─▶ REFUSING (flush the answer, shut down, drain briefly) ─▶ closed
  *
- * Each direction has one buffer of limits.buffer_size bytes: reading a side stops (no EPOLLIN)
- * while the buffer towards the other side is full, and writing waits for EPOLLOUT, so a slow
- * reader holds at most two buffers per connection. The client's side is not read while the
- * upstream is being resolved and connected. Once a tunnel's buffers are empty (the answer and
- * any rewritten head sent) it switches to a pipe per direction and splice(): the bytes stay in
- * the kernel, the pipe's capacity bounds them the same way, and the sockets are registered once,
- * edge-triggered, so a bulk transfer costs no epoll_ctl() and no copy through user space. One
- * periodic timer per listener enforces the setup and idle timeouts; accepting pauses at
- * limits.max_connections. The request parsers are proxy-request.c's.
+ * Each direction has one buffer of limits.buffer_size bytes: a side is not read while the
+ * buffer towards the other side is full, and writing waits for the other side's EPOLLOUT, so a
+ * slow reader holds at most two buffers per connection. The client's side is not read while the
+ * upstream is being resolved and connected. A tunnel's sockets are registered once,
+ * edge-triggered, and each wake-up moves bytes until a socket is drained or a buffer full (no
+ * epoll_ctl() per chunk); a buffer that bulk traffic fills grows once to limits.buffer_max (fewer,
+ * larger reads and writes: less CPU per byte), within PROXY_BUFFER_GROWTH_BUDGET for the whole
+ * process. One periodic timer per listener enforces the setup and idle timeouts; accepting
+ * pauses at limits.max_connections. The request parsers are proxy-request.c's.
  */
 #include "config.h"
 
@@ -44,6 +44,7 @@
 #define DRAIN_USEC (2ULL * 1000000ULL) /* how long a refused client may take to read the answer */
 #define SWEEP_MIN_USEC (10ULL * 1000ULL)
 #define SWEEP_MAX_USEC (1000ULL * 1000ULL)
+#define TUNNEL_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
 enum conn_state {
 	ST_SNIFF,
@@ -52,7 +53,7 @@ enum conn_state {
 	ST_SOCKS_REQUEST,
 	ST_RESOLVING,
 	ST_CONNECTING,
-	ST_SPLICE,
+	ST_TUNNEL,
 	ST_REFUSING, /* writing the refusal */
 	ST_DRAINING, /* refusal sent and shut down: reading until EOF, then closing */
 };
@@ -82,19 +83,9 @@ struct conn {
 	struct buf down;   /* upstream → client; holds our own answers first */
 	bool c_eof, u_eof; /* read side ended */
 	bool c_shut, u_shut;
-	/*
-	 * Once tunnelling with both buffers empty, bytes move through two pipes with splice() and
-	 * never enter user space: pu client → upstream, pd upstream → client, each holding at most
-	 * its capacity (pu_cap, pd_cap: limits.buffer_size, grown to limits.pipe_max by bulk
-	 * traffic within PROXY_PIPE_GROWTH_BUDGET). The sockets are then registered once,
-	 * edge-triggered, and the readiness flags say which side may progress. Without pipes (out
-	 * of fds, or limits.copy_only) the connection keeps relaying through the buffers.
-	 */
-	bool piped, no_pipes;
-	int pu[2], pd[2];
-	size_t pu_len, pd_len, pu_cap, pd_cap;
-	size_t grown; /* bytes this connection's pipes grew by (PROXY_PIPE_GROWTH_BUDGET) */
+	/* Tunnelling, the sockets are edge-triggered: what their last edges said is possible. */
 	bool c_in, c_out, u_in, u_out;
+	size_t grown; /* bytes this connection's buffers grew by (PROXY_BUFFER_GROWTH_BUDGET) */
 	struct proxy_rules *rules; /* the rules this connection is decided with */
 	struct proxy_verdict verdict;
 	struct proxy_query *query;
@@ -124,10 +115,10 @@ struct proxy_listener {
 };
 
 /*
- * Bytes by which the pipes of every listener in this process have grown (struct proxy_limits,
- * pipe_max). Only the event loop's thread touches it.
+ * Bytes by which the buffers of every listener in this process have grown (struct proxy_limits,
+ * buffer_max). Only the event loop's thread touches it.
  */
-static size_t pipes_grown;
+static size_t buffers_grown;
 
 static const char *const proto_names[] = {
 	[PROTO_NONE] = NULL,
@@ -138,8 +129,6 @@ static const char *const proto_names[] = {
 
 static int conn_io(struct event_source *s, int fd, uint32_t revents, void *userdata);
 static void conn_update(struct conn *c);
-static void conn_try_pipes(struct conn *c);
-static ssize_t write_from(int fd, struct buf *b);
 
 void proxy_limits_default(struct proxy_limits *ret)
 {
@@ -148,7 +137,7 @@ void proxy_limits_default(struct proxy_limits *ret)
 		.idle_timeout_usec = PROXY_DEFAULT_IDLE_TIMEOUT_USEC,
 		.setup_timeout_usec = PROXY_DEFAULT_SETUP_TIMEOUT_USEC,
 		.buffer_size = PROXY_DEFAULT_BUFFER_SIZE,
-		.pipe_max = PROXY_DEFAULT_PIPE_MAX,
+		.buffer_max = PROXY_DEFAULT_BUFFER_MAX,
 	};
 }
 
@@ -309,9 +298,7 @@ static void conn_close(struct conn *c, const char *rule, const char *reason)
 	event_source_free(c->usrc);
 	safe_close(c->cfd);
 	safe_close(c->ufd);
-	close_many(c->pu, 2);
-	close_many(c->pd, 2);
-	pipes_grown -= c->grown;
+	buffers_grown -= c->grown;
 	free(c->up.data);
 	free(c->down.data);
 	proxy_rules_unref(c->rules);
@@ -424,8 +411,6 @@ static int set_events(struct event_source *s, uint32_t *cur, uint32_t want)
 static void conn_update(struct conn *c)
 {
 	uint32_t cw = 0, uw = 0;
-	size_t up_room = c->up.data ? c->up.size - buf_len(&c->up) : 0;
-	size_t down_room = c->down.data ? c->down.size - buf_len(&c->down) : 0;
 
 	switch (c->state) {
 	case ST_SNIFF:
@@ -441,20 +426,9 @@ static void conn_update(struct conn *c)
 	case ST_CONNECTING:
 		uw = EPOLLOUT;
 		break;
-	case ST_SPLICE:
-		if (c->piped) {
-			/* Registered once; pipe_relay() tracks readiness from the edges. */
-			cw = uw = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-			break;
-		}
-		if (!c->c_eof && up_room > 0)
-			cw |= EPOLLIN;
-		if (buf_len(&c->down) > 0)
-			cw |= EPOLLOUT;
-		if (!c->u_eof && down_room > 0)
-			uw |= EPOLLIN;
-		if (buf_len(&c->up) > 0)
-			uw |= EPOLLOUT;
+	case ST_TUNNEL:
+		/* Registered once (tunnel_start()); tunnel_io() tracks readiness from the edges. */
+		cw = uw = TUNNEL_EVENTS;
 		break;
 	case ST_REFUSING:
 		cw = EPOLLOUT;
@@ -471,21 +445,22 @@ static void conn_update(struct conn *c)
 
 /*
  * A connected socket's options for relaying: no Nagle delay (the client's bytes are forwarded
- * as they come), and a bounded send buffer when the peer is this close: a loopback address
- * (every client: the listener is in the sandbox's network namespace; a local upstream), or a
- * handshake round trip under LOCAL_RTT_USEC (another address of this host, a container on a
- * bridge). Such a peer needs little in flight: LOCAL_SNDBUF per round trip is over 2.5 GB/s,
- * more than a tunnel relays. Left to autotuning, a loopback socket's buffer grows to
- * tcp_wmem's maximum since nothing is ever lost; the bytes the peer's window does not take at
- * once wait unsent and are sent as the peer's ACKs open the window, from the peer's CPU while
- * we send from ours, so packets of one connection cross in the per-CPU backlogs of lo (or a
- * veth) and arrive out of order: the receiver queues them out of order and the sender
- * retransmits spuriously. Measured with bench/proxy-throughput: ~70 spurious fast
- * retransmits per 1.25 GiB relayed, the receiver's CPU per GiB doubled, throughput halved.
- * Farther peers keep autotuning, which their bandwidth-delay product needs.
+ * as they come), and a fixed send buffer when the peer is this close: a loopback address (every
+ * client: the listener is in the sandbox's network namespace; a local upstream), or a handshake
+ * round trip under LOCAL_RTT_USEC (another address of this host, a container on a bridge).
+ * LOCAL_SNDBUF takes a whole grown relay buffer (PROXY_DEFAULT_BUFFER_MAX) in one write, and
+ * per round trip is far more than a tunnel relays. Left to autotuning, a loopback socket's
+ * buffer grows to tcp_wmem's maximum since nothing is ever lost; the bytes the peer's window
+ * does not take at once wait unsent and are sent as the peer's ACKs open the window, from the
+ * peer's CPU while we send from ours, so packets of one connection cross in the per-CPU
+ * backlogs of lo (or a veth) and arrive out of order: the receiver queues them out of order and
+ * the sender retransmits spuriously (measured with bench/proxy-throughput: ~70 spurious fast
+ * retransmits per 1.25 GiB relayed, the receiver's CPU per GiB doubled). Smaller (256 KiB) cost
+ * a write per quarter buffer and measured slower (docs/NETWORK.md). Farther peers keep
+ * autotuning, which their bandwidth-delay product needs.
  */
 #define LOCAL_RTT_USEC 100U
-#define LOCAL_SNDBUF (256 * 1024)
+#define LOCAL_SNDBUF (1024 * 1024)
 
 static bool peer_is_local(int fd)
 {
@@ -516,6 +491,7 @@ static void relay_sockopts(int fd)
 /* ---- upstream ----------------------------------------------------------------------------- */
 
 static void conn_connect_next(struct conn *c);
+static void tunnel_start(struct conn *c);
 
 static void upstream_connected(struct conn *c)
 {
@@ -532,23 +508,7 @@ static void upstream_connected(struct conn *c)
 		socks_reply_bytes(PROXY_SOCKS_OK, r);
 		(void)buf_put(&c->down, r, sizeof(r));
 	}
-	c->state = ST_SPLICE;
-	c->last_active = now_usec();
-	/*
-	 * Both sockets have room now: send the answer and the rewritten head (or early data) at
-	 * once rather than after another round of epoll, then tunnel.
-	 */
-	for (int i = 0; i < 2; i++) {
-		int fd = i == 0 ? c->cfd : c->ufd;
-		struct buf *b = i == 0 ? &c->down : &c->up;
-		ssize_t n = write_from(fd, b);
-
-		if (n > 0)
-			*(i == 0 ? &c->bytes_down : &c->bytes_up) += (uint64_t)n;
-		else if (n < 0 && n != -EAGAIN)
-			return conn_close_errno(c, i == 0 ? "client" : "upstream", (int)-n);
-	}
-	conn_try_pipes(c);
+	tunnel_start(c);
 }
 
 static void conn_connect_failed(struct conn *c, int error)
@@ -825,8 +785,8 @@ static void conn_read_request(struct conn *c)
  */
 static bool conn_pass_eof(struct conn *c)
 {
-	size_t up_pending = c->piped ? c->pu_len : buf_len(&c->up);
-	size_t down_pending = c->piped ? c->pd_len : buf_len(&c->down);
+	size_t up_pending = buf_len(&c->up);
+	size_t down_pending = buf_len(&c->down);
 
 	if (c->c_eof && up_pending == 0 && !c->u_shut) {
 		(void)shutdown(c->ufd, SHUT_WR);
@@ -855,39 +815,35 @@ static void conn_close_sockerr(struct conn *c, int fd)
 }
 
 /*
- * A full pipe means bulk traffic: let it grow once to limits.pipe_max, within the process's
- * budget. Refused (the user's pipe limit, EPERM) or not, the pipe keeps working.
+ * A full buffer means bulk traffic: let it grow once to limits.buffer_max, within the process's
+ * budget. Refused or not, the buffer keeps working.
  */
-static void pipe_grow(struct conn *c, int fd, size_t *cap)
+static void buf_grow(struct conn *c, struct buf *b)
 {
-	size_t want = c->l->limits.pipe_max;
-	int r;
+	size_t want = c->l->limits.buffer_max;
+	uint8_t *p;
 
-	if (want <= *cap || pipes_grown + (want - *cap) > PROXY_PIPE_GROWTH_BUDGET ||
-	    want > INT_MAX)
+	if (want <= b->size || buffers_grown + (want - b->size) > PROXY_BUFFER_GROWTH_BUDGET)
 		return;
-	r = fcntl(fd, F_SETPIPE_SZ, (int)want);
-	if (r <= 0 || (size_t)r <= *cap)
+	p = realloc(b->data, want);
+	if (!p)
 		return;
-	c->grown += (size_t)r - *cap;
-	pipes_grown += (size_t)r - *cap;
-	*cap = (size_t)r;
+	c->grown += want - b->size;
+	buffers_grown += want - b->size;
+	b->data = p;
+	b->size = want;
 }
 
 /*
- * One direction through its pipe: empty the pipe into out, fill it from in, until neither
- * moves. Splicing from a socket into a pipe that already holds bytes can fail with EAGAIN
- * because the pipe is out of slots rather than because the socket is empty, so "in is drained"
- * is only concluded from an empty pipe; otherwise out is full (its flag cleared) and its
- * EPOLLOUT edge resumes the loop. On return either the pipe is empty and in is drained (or at
- * EOF), or out is full: no edge can be missed. Returns false when c was closed.
+ * One direction of a tunnel: empty its buffer into out, fill it from in, until neither moves.
+ * On return either in is drained (EAGAIN, or at EOF) and the buffer sent as far as out takes,
+ * or the buffer is full and out is too (its flag cleared): its EPOLLOUT edge resumes the loop,
+ * so no edge can be missed. Returns false when c was closed.
  */
-static bool pipe_move(struct conn *c, bool from_client)
+static bool tunnel_move(struct conn *c, bool from_client)
 {
 	int in = from_client ? c->cfd : c->ufd, out = from_client ? c->ufd : c->cfd;
-	int *p = from_client ? c->pu : c->pd;
-	size_t *len = from_client ? &c->pu_len : &c->pd_len;
-	size_t *cap = from_client ? &c->pu_cap : &c->pd_cap;
+	struct buf *b = from_client ? &c->up : &c->down;
 	bool *readable = from_client ? &c->c_in : &c->u_in;
 	bool *writable = from_client ? &c->u_out : &c->c_out;
 	bool *eof = from_client ? &c->c_eof : &c->u_eof;
@@ -898,35 +854,31 @@ static bool pipe_move(struct conn *c, bool from_client)
 	for (;;) {
 		bool progress = false;
 
-		if (*len > 0 && *writable) {
-			n = splice(p[0], NULL, out, NULL, *len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (buf_len(b) > 0 && *writable) {
+			n = write_from(out, b);
 			if (n > 0) {
-				*len -= (size_t)n;
 				*bytes += (uint64_t)n;
 				progress = true;
-			} else if (n < 0 && errno == EAGAIN)
+			} else if (n == -EAGAIN)
 				*writable = false;
-			else if (!(n < 0 && errno == EINTR)) {
+			else {
 				conn_close_errno(c, from_client ? "upstream" : "client",
-						 n < 0 ? errno : EPIPE);
+						 n < 0 ? (int)-n : EPIPE);
 				return false;
 			}
 		}
-		if (!*eof && *readable && *len < *cap) {
-			n = splice(in, NULL, p[1], NULL, *cap - *len,
-				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (!*eof && *readable && buf_room(b) > 0) {
+			n = read_into(in, b);
 			if (n > 0) {
-				*len += (size_t)n;
 				progress = true;
-				if (*len == *cap)
-					pipe_grow(c, p[1], cap);
+				if (buf_len(b) == b->size)
+					buf_grow(c, b);
 			} else if (n == 0)
 				*eof = true;
-			else if (errno == EAGAIN) {
-				if (*len == 0)
-					*readable = false;
-			} else if (errno != EINTR) {
-				conn_close_errno(c, from_client ? "client" : "upstream", errno);
+			else if (n == -EAGAIN)
+				*readable = false;
+			else {
+				conn_close_errno(c, from_client ? "client" : "upstream", (int)-n);
 				return false;
 			}
 		}
@@ -939,8 +891,8 @@ static bool pipe_move(struct conn *c, bool from_client)
 	return true;
 }
 
-/* An edge on fd of a piped connection. */
-static void pipe_relay(struct conn *c, int fd, uint32_t revents)
+/* An edge on fd of a tunnel. */
+static void tunnel_io(struct conn *c, int fd, uint32_t revents)
 {
 	if (revents & EPOLLERR)
 		return conn_close_sockerr(c, fd);
@@ -948,99 +900,25 @@ static void pipe_relay(struct conn *c, int fd, uint32_t revents)
 		*(fd == c->cfd ? &c->c_in : &c->u_in) = true;
 	if (revents & EPOLLOUT)
 		*(fd == c->cfd ? &c->c_out : &c->u_out) = true;
-	if (pipe_move(c, true) && pipe_move(c, false))
+	if (tunnel_move(c, true) && tunnel_move(c, false))
 		(void)conn_pass_eof(c);
-}
-
-static int pipe_new(int p[2], size_t size, size_t *ret_cap)
-{
-	int cap;
-
-	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
-		return -errno;
-	/* A new pipe holds 64 KiB; another size is best effort (the per-user limit may refuse). */
-	if (size != 65536U)
-		(void)fcntl(p[1], F_SETPIPE_SZ, (int)(size < (1U << 30) ? size : (1U << 30)));
-	cap = fcntl(p[1], F_GETPIPE_SZ);
-	if (cap <= 0) {
-		close_many(p, 2);
-		return -EINVAL;
-	}
-	*ret_cap = (size_t)cap;
-	return 0;
 }
 
 /*
- * Tunnelling, and nothing of ours (an answer, a rewritten head, early data) left in the buffers:
- * switch to the pipes, free the buffers, relay what is already waiting. Without pipes (fd
- * limit), stay on the buffers. Either way, register for what is needed next.
+ * The upstream is connected: tunnel. Both sockets count as ready until they say otherwise, so
+ * the answer, a rewritten head or early data go at once rather than after another round of
+ * epoll.
  */
-static void conn_try_pipes(struct conn *c)
+static void tunnel_start(struct conn *c)
 {
-	if (c->piped || c->no_pipes || c->l->limits.copy_only || buf_len(&c->up) > 0 ||
-	    buf_len(&c->down) > 0)
-		return conn_update(c);
-	if (pipe_new(c->pu, c->l->limits.buffer_size, &c->pu_cap) < 0 ||
-	    pipe_new(c->pd, c->l->limits.buffer_size, &c->pd_cap) < 0) {
-		close_many(c->pu, 2);
-		c->no_pipes = true;
-		return conn_update(c);
-	}
-	free(c->up.data);
-	free(c->down.data);
-	c->up = c->down = (struct buf){ 0 };
-	c->piped = true;
+	c->state = ST_TUNNEL;
+	c->last_active = now_usec();
 	c->c_in = c->u_in = c->c_out = c->u_out = true;
-	conn_update(c);
-	if (c->state == ST_SPLICE && pipe_move(c, true) && pipe_move(c, false))
+	if (set_events(c->csrc, &c->cev, TUNNEL_EVENTS) < 0 ||
+	    set_events(c->usrc, &c->uev, TUNNEL_EVENTS) < 0)
+		return conn_close_errno(c, "epoll", errno);
+	if (tunnel_move(c, true) && tunnel_move(c, false))
 		(void)conn_pass_eof(c);
-}
-
-/* Move what can be moved now through the buffers; returns false when c was closed. */
-static bool copy_step(struct conn *c, int fd, uint32_t revents)
-{
-	bool client = fd == c->cfd;
-	struct buf *in = client ? &c->up : &c->down;  /* filled from fd */
-	struct buf *out = client ? &c->down : &c->up; /* drained into fd */
-	int other = client ? c->ufd : c->cfd;
-	bool *eof = client ? &c->c_eof : &c->u_eof;
-	const char *side = client ? "client" : "upstream";
-	ssize_t n;
-
-	if (revents & EPOLLERR) {
-		conn_close_sockerr(c, fd);
-		return false;
-	}
-	if ((revents & (EPOLLIN | EPOLLHUP)) && !*eof && buf_room(in) > 0) {
-		n = read_into(fd, in);
-		if (n == 0)
-			*eof = true;
-		else if (n > 0) {
-			c->last_active = now_usec();
-			/* Forward at once rather than after another round of epoll. */
-			n = write_from(other, in);
-			if (n > 0)
-				*(client ? &c->bytes_up : &c->bytes_down) += (uint64_t)n;
-			else if (n < 0 && n != -EAGAIN) {
-				conn_close_errno(c, client ? "upstream" : "client", (int)-n);
-				return false;
-			}
-		} else if (n != -EAGAIN) {
-			conn_close_errno(c, side, (int)-n);
-			return false;
-		}
-	}
-	if (revents & EPOLLOUT) {
-		n = write_from(fd, out);
-		if (n > 0) {
-			c->last_active = now_usec();
-			*(client ? &c->bytes_down : &c->bytes_up) += (uint64_t)n;
-		} else if (n < 0 && n != -EAGAIN) {
-			conn_close_errno(c, side, (int)-n);
-			return false;
-		}
-	}
-	return conn_pass_eof(c);
 }
 
 static int conn_io(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -1074,11 +952,8 @@ static int conn_io(struct event_source *s, int fd, uint32_t revents, void *userd
 		}
 		upstream_check_connect(c);
 		return 0;
-	case ST_SPLICE:
-		if (c->piped)
-			pipe_relay(c, fd, revents);
-		else if (copy_step(c, fd, revents))
-			conn_try_pipes(c);
+	case ST_TUNNEL:
+		tunnel_io(c, fd, revents);
 		return 0;
 	case ST_REFUSING:
 		n = write_from(c->cfd, &c->down);
@@ -1120,7 +995,6 @@ static void conn_new(struct proxy_listener *l, int fd)
 	c->id = ++l->next_id;
 	c->cfd = fd;
 	c->ufd = -1;
-	c->pu[0] = c->pu[1] = c->pd[0] = c->pd[1] = -1;
 	c->started = c->last_active = now_usec();
 	c->rules = proxy_rules_ref(l->rules);
 	c->next = l->conns;
@@ -1171,7 +1045,7 @@ static int listener_sweep(struct event_source *s, void *userdata)
 
 	for (struct conn *c = l->conns, *next; c; c = next) {
 		next = c->next;
-		if (c->state == ST_SPLICE) {
+		if (c->state == ST_TUNNEL) {
 			if (now - c->last_active >= l->limits.idle_timeout_usec) {
 				(void)snprintf(reason, sizeof(reason), "no data for %llu ms",
 					       (unsigned long long)(l->limits.idle_timeout_usec /

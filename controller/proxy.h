@@ -237,23 +237,20 @@ struct proxy_limits {
 	uint64_t setup_timeout_usec; /* request head, resolution and connect must finish in this */
 	size_t buffer_size;	     /* per direction and connection; also bounds a request head */
 	/*
-	 * A tunnel moves bytes through a pipe per direction (splice(), no copy through user space)
-	 * of buffer_size bytes, rounded up to pages. A pipe that bulk traffic fills grows once to
-	 * pipe_max (fewer, larger moves: less CPU per byte) while all pipes grown by this process
-	 * stay within PROXY_PIPE_GROWTH_BUDGET. 0: pipes never grow.
+	 * A tunnel's buffer that bulk traffic fills grows once to buffer_max (fewer, larger reads
+	 * and writes: less CPU per byte) while all buffers grown by this process stay within
+	 * PROXY_BUFFER_GROWTH_BUDGET. At most buffer_size: buffers never grow.
 	 */
-	size_t pipe_max;
-	bool copy_only; /* no pipes: relay through the buffers, as when pipes cannot be made */
+	size_t buffer_max;
 };
 
 #define PROXY_DEFAULT_MAX_CONNECTIONS 128U
 #define PROXY_DEFAULT_IDLE_TIMEOUT_USEC (300ULL * 1000000ULL)
 #define PROXY_DEFAULT_SETUP_TIMEOUT_USEC (30ULL * 1000000ULL)
 #define PROXY_DEFAULT_BUFFER_SIZE (64U * 1024U)
-#define PROXY_DEFAULT_PIPE_MAX (1024U * 1024U)
-/* Pipes count against the user's fs.pipe-user-pages-soft (64 MiB by default), shared with every
- * other program of the user: grown pipes of the whole process stay within this. */
-#define PROXY_PIPE_GROWTH_BUDGET (16U * 1024U * 1024U)
+#define PROXY_DEFAULT_BUFFER_MAX (1024U * 1024U)
+/* What grown buffers of the whole process (every listener, every sandbox) may add up to. */
+#define PROXY_BUFFER_GROWTH_BUDGET (16U * 1024U * 1024U)
 #define PROXY_HEAD_MAX (16U * 1024U) /* a request head longer than this is refused (431) */
 
 void proxy_limits_default(struct proxy_limits *ret);

@@ -14,7 +14,7 @@ cordon_launcherd_SOURCES = \
 	%reldir%/launcherd-landlock.c %reldir%/launcherd-landlock.h \
 	%reldir%/launcherd-seccomp.c %reldir%/launcherd-seccomp.h \
 	%reldir%/launcherd-cgroup.c %reldir%/launcherd-cgroup.h \
-	%reldir%/launcherd-net.c %reldir%/launcherd-net.h \
+	%reldir%/launcherd-net.c %reldir%/launcherd-net.h %reldir%/launcherd-lo.c \
 	%reldir%/launcherd-trace.c %reldir%/launcherd-trace.h
 cordon_launcherd_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCAP_CFLAGS) \
 	$(LIBSECCOMP_CFLAGS) $(LIBNL_CFLAGS)

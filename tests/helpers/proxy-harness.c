@@ -6,15 +6,15 @@
  *
  *   proxy-harness --policy FILE [--port N] [--events FILE] [--control FIFO]
  *                 [--max-connections N] [--idle-timeout-ms N] [--setup-timeout-ms N]
- *                 [--buffer-size BYTES] [--copy-only]
+ *                 [--buffer-size BYTES] [--buffer-max BYTES]
  *
  * Prints the port it listens on (127.0.0.1) as one line on stdout once it serves. Every audit
  * event is appended to --events as one JSON line ({"type":"net", …}, the fields the controller
  * emits). --control names a FIFO read for one command per line: "allow PATTERN", "deny PATTERN"
  * (the live changes of `cordon net allow|deny`), "reload" (the policy file again), "stats"; each
  * answers with a {"type":"control", …} line in the events file, carrying the rules in force,
- * the live connection count and this process's VmRSS. --copy-only: tunnels relay through the
- * buffers, never pipes (the engine's fallback when it cannot make pipes). SIGTERM or SIGINT:
+ * the live connection count and this process's VmRSS. --buffer-max: what bulk traffic grows a
+ * tunnel's buffers to (0: they never grow). SIGTERM or SIGINT:
  * stop the listener (allowed connections report "shutdown") and exit 0.
  */
 #include "config.h"
@@ -173,7 +173,7 @@ int main(int argc, char **argv)
 					      { "idle-timeout-ms", required_argument, NULL, 'i' },
 					      { "setup-timeout-ms", required_argument, NULL, 's' },
 					      { "buffer-size", required_argument, NULL, 'b' },
-					      { "copy-only", no_argument, NULL, 'C' },
+					      { "buffer-max", required_argument, NULL, 'B' },
 					      {} };
 	struct harness h = { .control_fd = -1 };
 	_cleanup_proxy_rules_ struct proxy_rules *rules = NULL;
@@ -223,8 +223,10 @@ int main(int argc, char **argv)
 				goto usage;
 			limits.buffer_size = (size_t)v;
 			break;
-		case 'C':
-			limits.copy_only = true;
+		case 'B':
+			if (parse_u64(optarg, &v) < 0 || v > (1U << 30))
+				goto usage;
+			limits.buffer_max = (size_t)v;
 			break;
 		default:
 			goto usage;
@@ -299,6 +301,6 @@ int main(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: proxy-harness --policy FILE [--port N] [--events FILE] "
 			"[--control FIFO] [--max-connections N] [--idle-timeout-ms N] "
-			"[--setup-timeout-ms N] [--buffer-size BYTES] [--copy-only]\n");
+			"[--setup-timeout-ms N] [--buffer-size BYTES] [--buffer-max BYTES]\n");
 	return 2;
 }
