@@ -5,6 +5,7 @@
  * quote the ratios.
  *
  *   bench/spawn [--launcherd PATH] [--rounds N] [--seconds S] [--bwrap PATH]
+ *   bench/spawn --launcherd-only [--seconds S]   (launcherd's throughput alone: for a profiler)
  *
  * Latency: request → reaped, the three commands alternating A B C A B C … for N rounds; medians
  * of each, and medians of the per-round ratios launcherd/bwrap and differences
@@ -256,6 +257,7 @@ int main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 's' },
 		{ "bwrap", required_argument, NULL, 'b' },
 		{ "plan", required_argument, NULL, 'p' },
+		{ "launcherd-only", no_argument, NULL, 'o' },
 		{},
 	};
 	const char *launcherd = "./cordon-launcherd", *plan_file = NULL;
@@ -263,6 +265,7 @@ int main(int argc, char **argv)
 	char sock_path[64], floor_path[64];
 	int ret = 1;
 	int rounds = 300, c;
+	bool only = false;
 	double seconds = 5;
 	struct ctl_launcher *l = NULL;
 	double *t_plain, *t_bwrap, *t_ld, *ratio, *diff;
@@ -286,6 +289,9 @@ int main(int argc, char **argv)
 			break;
 		case 'p': /* another plan, fd 0 = /usr, for measuring variants */
 			plan_file = optarg;
+			break;
+		case 'o': /* launcherd's throughput alone, e.g. under perf record */
+			only = true;
 			break;
 		default:
 			return 2;
@@ -325,6 +331,31 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	rss_idle = rss_kib(ld);
+	if (only) {
+		double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK), t0, ms, base_load;
+		unsigned long long b0 = 0, b1 = 0, t;
+		long n;
+
+		for (int i = 0; i < 20; i++)
+			(void)run_launcherd(l);
+		base_load = cpu_busy();
+		t0 = now_ms();
+		if (!cpu_ticks(&b0, &t))
+			goto out;
+		n = throughput_slice(sock_path, true, seconds);
+		ms = now_ms() - t0;
+		(void)settle(base_load);
+		if (n <= 0 || !cpu_ticks(&b1, &t))
+			goto out;
+		printf("launcherd alone, 2 concurrent clients: %.1f sandboxes/s, CPU per sandbox "
+		       "%.3f ms (all CPUs, deferred work included, less the other load)\n",
+		       (double)n * 1000 / ms,
+		       ((double)(b1 - b0) * tick_ms -
+			base_load * (now_ms() - t0) * (double)sysconf(_SC_NPROCESSORS_ONLN)) /
+			       (double)n);
+		ret = 0;
+		goto out;
+	}
 	/* The load other processes put on the machine, measured before we add ours. */
 	baseline = cpu_busy();
 

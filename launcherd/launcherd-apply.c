@@ -156,26 +156,23 @@ static void userns_map(const struct apply_context *ctx, int *self_dir)
 	 SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | \
 	 SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
 
-static int drop_capabilities(void)
+/* Empty the bounding set (unless bset_empty: nothing there to drop, see apply_context), then
+ * the permitted, effective and inheritable sets in one capset(); the ambient set goes with them
+ * (the kernel keeps it within permitted and inheritable). */
+static int drop_capabilities(bool bset_empty)
 {
-	cap_t none;
-	int r = 0;
+	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
 
-	/* Reading is cheap, dropping allocates new credentials: drop only what is there (in
-	 * privileged mode nothing: launcherd emptied its own bounding set at start). CAP_SETPCAP
+	/* Reading is cheap, dropping allocates new credentials: drop only what is there. CAP_SETPCAP
 	 * is still effective: the uid switch changed no capability set (no-setuid-fixup). */
-	for (cap_value_t c = 0; c < cap_max_bits(); c++)
+	for (cap_value_t c = 0; !bset_empty && c < cap_max_bits(); c++)
 		if (cap_get_bound(c) > 0 && cap_drop_bound(c) < 0)
 			return negative_errno();
-	/* Then permitted, effective and inheritable emptied in one go; the ambient set goes with
-	 * them (the kernel keeps it within permitted and inheritable). */
-	none = cap_init();
-	if (!none)
-		return -ENOMEM;
-	if (cap_set_proc(none) < 0)
-		r = negative_errno();
-	(void)cap_free(none);
-	return r;
+	/* The raw call: libcap's cap_init() + cap_set_proc() cost a malloc and a capget() more. */
+	if (syscall(SYS_capset, &head, none) < 0)
+		return -errno;
+	return 0;
 }
 
 static int place_stdio(const struct apply_context *ctx)
@@ -542,7 +539,7 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	launcherd_trace(ctx->id, "identity");
 
 	/* capabilities */
-	r = drop_capabilities();
+	r = drop_capabilities(ctx->bset_empty);
 	if (r < 0)
 		fail(ctx, STEP_CAPABILITIES, r, -1);
 

@@ -92,6 +92,11 @@ struct apply_context {
 	const gid_t *groups;
 	size_t n_groups;
 
+	/* The bounding set we were cloned with is empty and stays so (privileged mode: launcherd
+	 * emptied its own at start, and only a new user namespace could fill it again): the
+	 * capabilities step reads nothing of it, one prctl() per capability. */
+	bool bset_empty;
+
 	int cgroup_go_fd;     /* with a cgroup: one byte once launcherd moved us into it, else -1 */
 	uint64_t nproc_limit; /* user mode without a cgroup: RLIMIT_NPROC in the new user ns */
 	int landlock_abi;

@@ -174,19 +174,20 @@ int landlock_apply(const struct plan *plan, int abi, int *ret_index)
 	for (size_t i = 0; i < plan->n_landlock_fs; i++) {
 		struct landlock_path_beneath_attr pb = { 0 };
 		_cleanup_close_ int fd = -1;
-		struct stat st;
 
 		*ret_index = (int)i;
-		fd = open(plan->landlock_fs[i].path, O_PATH | O_CLOEXEC);
+		pb.allowed_access = plan->landlock_fs[i].access & known;
+		/* Most paths are directories: asked as one, a file answers ENOTDIR (no stat). */
+		fd = open(plan->landlock_fs[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 && errno == ENOTDIR) {
+			fd = open(plan->landlock_fs[i].path, O_PATH | O_CLOEXEC);
+			/* Directory-only rights on a file would be refused by the kernel: narrow
+			 * them. */
+			pb.allowed_access &= LANDLOCK_FILE_RIGHTS;
+		}
 		if (fd < 0)
 			return -errno;
-		if (fstat(fd, &st) < 0)
-			return -errno;
 		pb.parent_fd = fd;
-		pb.allowed_access = plan->landlock_fs[i].access & known;
-		/* Directory-only rights on a file would be refused by the kernel: narrow them. */
-		if (!S_ISDIR(st.st_mode))
-			pb.allowed_access &= LANDLOCK_FILE_RIGHTS;
 		if (!pb.allowed_access)
 			continue;
 		if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)

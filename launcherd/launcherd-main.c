@@ -156,6 +156,15 @@ static void restrict_own_capabilities(void)
 	(void)cap_free(caps);
 }
 
+/* Our bounding set holds nothing (checked, not assumed: each sandbox relies on it). */
+static bool bounding_set_empty(void)
+{
+	for (cap_value_t c = 0; c < cap_max_bits(); c++)
+		if (cap_get_bound(c) != 0)
+			return false;
+	return true;
+}
+
 /*
  * User mode: a user namespace of our own, the user (and its primary group) mapped to itself.
  * It owns every namespace made from then on (the pool's, each sandbox's), so that launcherd can
@@ -406,9 +415,10 @@ int main(int argc, char **argv)
 	/* Creates our base cgroup directories: may need more than what we keep afterwards (the v1
 	 * hierarchy roots are 0555), so it runs before the capability set is narrowed. */
 	cgroup_setup_probe(&d->cgroup);
-	if (d->mode == LAUNCHERD_PRIVILEGED)
+	if (d->mode == LAUNCHERD_PRIVILEGED) {
 		restrict_own_capabilities();
-	else {
+		d->bset_empty = bounding_set_empty();
+	} else {
 		r = enter_own_userns();
 		if (r < 0)
 			log_warning_errno(r,

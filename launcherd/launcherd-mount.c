@@ -33,6 +33,10 @@
 #include "launcherd/launcherd-apply.h"
 #include "launcherd/launcherd-mount.h"
 
+#if !defined(__NR_open_tree_attr) && (defined(__x86_64__) || defined(__aarch64__))
+#define __NR_open_tree_attr 467 /* Linux 6.15; headers older than the kernel */
+#endif
+
 /* Where the root tmpfs is attached before pivot_root; hidden once the old root is detached. */
 #define ROOT_STAGING "/tmp"
 /* Holds the mount points, symlinks and directories of the plan; read-only once built. */
@@ -103,6 +107,22 @@ enum mp_kind {
 	MP_PARENT, /* create the parents only; the parent (one of ours) and the last name */
 };
 
+/* Create name in dir (a tmpfs of ours): an empty file or a directory. 0 or -errno (-EEXIST
+ * when there is anything by that name, a symlink included: never followed). */
+static int create_component(int dir, const char *name, bool file, mode_t mode)
+{
+	if (file) {
+		int f = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+			       0644);
+
+		if (f < 0)
+			return -errno;
+		safe_close(f);
+		return 0;
+	}
+	return mkdirat(dir, name, mode) < 0 ? -errno : 0;
+}
+
 /*
  * Open (creating where allowed) the mount point for target, walking one component at a time
  * from the root without following symlinks; for MP_PARENT its parent, which must be in a tmpfs
@@ -139,22 +159,27 @@ static int make_mountpoint(struct root_builder *b, const char *target, enum mp_k
 			*ret_fd = TAKE_FD(dir);
 			return 0;
 		}
-		fd = made ? -ENOENT : openat2_beneath(at, name, flags);
-		if (fd == -ENOENT) {
-			if (!made && !is_own(b, at))
-				return -ENOENT;
-			if (last && kind == MP_FILE) {
-				int f = openat(at, name,
-					       O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
-					       0644);
-
-				if (f < 0)
-					return -errno;
-				safe_close(f);
-			} else if (mkdirat(at, name, last ? mode : 0755) < 0)
-				return -errno;
-			made = true;
+		/* In the root (ours) a name is most often new: create first, and look up only what
+		 * was there (EEXIST), which resolves exactly as a lookup first would have. */
+		if (made || at == b->root_fd) {
+			fd = create_component(at, name, last && kind == MP_FILE,
+					      last ? mode : 0755);
+			if (fd < 0 && (fd != -EEXIST || made))
+				return fd;
+			made = made || fd == 0;
 			fd = openat2_beneath(at, name, flags);
+		} else {
+			fd = openat2_beneath(at, name, flags);
+			if (fd == -ENOENT) {
+				if (!is_own(b, at))
+					return -ENOENT;
+				fd = create_component(at, name, last && kind == MP_FILE,
+						      last ? mode : 0755);
+				if (fd < 0)
+					return fd;
+				made = true;
+				fd = openat2_beneath(at, name, flags);
+			}
 		}
 		if (fd < 0)
 			return fd;
@@ -209,17 +234,35 @@ static int new_tmpfs(mode_t mode, uint64_t size, uint64_t attrs)
 	return new_fs("tmpfs", opts, ELEMENTSOF(opts), attrs);
 }
 
-/* Detached clone of a path in our own mount namespace (fixed host paths such as /dev/null). */
-static int clone_path(int dirfd, const char *path, uint64_t attrs)
+/*
+ * open_tree(OPEN_TREE_CLONE) and mount_setattr() of the clone in one call (Linux 6.15); before
+ * that kernel, the two calls. A detached clone of dirfd/path with attrs set (not recursively),
+ * or -errno.
+ */
+static int clone_with_attrs(int dirfd, const char *path, unsigned flags, uint64_t attrs)
 {
 	_cleanup_close_ int t = -1;
 	int r;
 
-	t = open_tree(dirfd, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+#ifdef __NR_open_tree_attr
+	struct mount_attr a = { .attr_set = attrs };
+	long fd = syscall(__NR_open_tree_attr, dirfd, path,
+			  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags, &a, sizeof(a));
+
+	if (fd >= 0 || errno != ENOSYS)
+		return fd < 0 ? -errno : (int)fd;
+#endif
+	t = open_tree(dirfd, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags);
 	if (t < 0)
 		return -errno;
 	r = set_attrs(t, attrs, false);
 	return r < 0 ? r : TAKE_FD(t);
+}
+
+/* Detached clone of a path in our own mount namespace (fixed host paths such as /dev/null). */
+static int clone_path(int dirfd, const char *path, uint64_t attrs)
+{
+	return clone_with_attrs(dirfd, path, 0, attrs);
 }
 
 static uint64_t bind_attrs(const struct plan_mount *m)
@@ -411,18 +454,13 @@ static int mount_proc(struct root_builder *b, const struct plan_mount *m, bool u
 	for (size_t i = 0; uid0 && i < ELEMENTSOF(ro); i++) {
 		_cleanup_close_ int c = -1;
 
-		c = open_tree(t, ro[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
-		if (c < 0) {
-			if (errno == ENOENT)
-				continue;
-			return -errno;
-		}
-		r = set_attrs(c,
-			      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				      MOUNT_ATTR_NOEXEC,
-			      false);
-		if (r < 0)
-			return r;
+		c = clone_with_attrs(t, ro[i], AT_SYMLINK_NOFOLLOW,
+				     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					     MOUNT_ATTR_NOEXEC);
+		if (c == -ENOENT)
+			continue;
+		if (c < 0)
+			return c;
 		/* Back onto itself, by name under the proc mount we just made (and that nothing
 		 * else can reach yet): no symlink to follow there. */
 		if (move_mount(c, "", t, ro[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
@@ -568,9 +606,10 @@ static int new_root_tmpfs(void)
 	return new_tmpfs(0755, 4 * 1024 * 1024, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 }
 
-int mount_make_empty_root(void)
+int mount_make_empty_root(bool seed)
 {
 	_cleanup_close_ int root = -1;
+	int r;
 
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
@@ -579,7 +618,10 @@ int mount_make_empty_root(void)
 		return root;
 	if (move_mount(root, "", AT_FDCWD, ROOT_STAGING, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return -errno;
-	return mount_pivot_root(root);
+	r = mount_pivot_root(root);
+	if (r >= 0 && seed && mkdirat(root, ROOT_STAGING + 1, 0700) < 0)
+		r = -errno;
+	return r;
 }
 
 int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, bool uid0,

@@ -43,8 +43,10 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, boo
  * the namespace holds nothing but an empty root. With mntns_fd (such a namespace), the child's
  * mount_build_root() does the bind fallbacks in launcherd's namespace, which it still shares
  * (clone without CLONE_NEWNS), then setns()es into it and builds on its root: no pivot_root.
+ * seed: the root gets the directory a copy of this namespace needs to do the same (the helper
+ * makes one seed, and every pooled namespace as a copy of it: see make_mntns()).
  */
-int mount_make_empty_root(void);
+int mount_make_empty_root(bool seed);
 
 /* Child side: pivot_root into root_fd and detach the old root. */
 int mount_pivot_root(int root_fd);

@@ -22,16 +22,29 @@
 #include "launcherd/launcherd-mount.h"
 #include "launcherd/launcherd-net.h"
 
-/* An empty mount namespace (MNTNS_POOL_SIZE): its fd, or -errno. We end up back in ours. */
-static int make_mntns(int own)
+/*
+ * An empty mount namespace (MNTNS_POOL_SIZE): its fd, or -errno. We end up back in ours. Made
+ * as a copy of seed, an empty one made once the same way from ours (seed -1: that one; its
+ * root keeps a staging directory for the copies): a copy of the host's table would copy and
+ * then unmount every mount of the host (21 on a small VM) per namespace, each freed after an
+ * RCU grace period; the seed holds one mount. ns_dir: our /proc/self/ns, there being no /proc in
+ * the copy.
+ */
+static int make_mntns(int own, int seed, int ns_dir)
 {
 	_cleanup_close_ int fd = -1;
 	int r;
 
-	if (unshare(CLONE_NEWNS) < 0)
+	if (seed >= 0 && setns(seed, CLONE_NEWNS) < 0)
 		return -errno;
-	fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-	r = fd < 0 ? -errno : mount_make_empty_root();
+	if (unshare(CLONE_NEWNS) < 0) {
+		r = -errno;
+		if (seed >= 0 && setns(own, CLONE_NEWNS) < 0)
+			_exit(1);
+		return r;
+	}
+	fd = openat(ns_dir, "mnt", O_RDONLY | O_CLOEXEC);
+	r = fd < 0 ? -errno : mount_make_empty_root(seed < 0);
 	/* Back, or the next one would be a copy of this one: stop rather than go on. */
 	if (setns(own, CLONE_NEWNS) < 0)
 		_exit(1);
@@ -57,7 +70,7 @@ static void helper_answer(int sock, char yes, char no, int fd)
  */
 _noreturn_ static void netns_helper(int sock, bool dev)
 {
-	int own_mnt, dev_template = -1;
+	int own_mnt, seed_mnt = -1, ns_dir, dev_template = -1;
 
 	/* Nothing of launcherd's but this socket; and no life of its own after launcherd's. */
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -70,6 +83,9 @@ _noreturn_ static void netns_helper(int sock, bool dev)
 	if (dev && (unshare(CLONE_NEWNS) < 0 || mount_dev_template(&dev_template) < 0))
 		dev_template = -1;
 	own_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	ns_dir = open("/proc/self/ns", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (own_mnt >= 0 && ns_dir >= 0)
+		seed_mnt = make_mntns(own_mnt, -1, ns_dir);
 	for (;;) {
 		char c;
 		int fd = -1;
@@ -86,7 +102,9 @@ _noreturn_ static void netns_helper(int sock, bool dev)
 		if (c == 'm') {
 			/* Why this is safe: the namespace's one mount is a tmpfs made here, empty;
 			 * launcherd gives it to one sandbox, which builds its root in it. */
-			helper_answer(sock, 'm', 'M', own_mnt >= 0 ? make_mntns(own_mnt) : -EBADF);
+			helper_answer(sock, 'm', 'M',
+				      seed_mnt >= 0 ? make_mntns(own_mnt, seed_mnt, ns_dir)
+						    : -EBADF);
 			continue;
 		}
 		if (c == 'd') {

@@ -40,6 +40,9 @@ struct launcherd {
 	int devnull_fd;	  /* stdio the plan leaves out */
 	int dev_template; /* privileged mode: the fixed part of /dev (launcherd-mount.c), or -1 */
 
+	/* Privileged mode: our bounding set is empty, so each sandbox's is (launcherd-apply.h). */
+	bool bset_empty;
+
 	struct floor floor;
 	struct cgroup_setup cgroup;
 	int landlock_abi;
