@@ -85,6 +85,7 @@ struct conn {
 	bool c_shut, u_shut;
 	/* Tunnelling, the sockets are edge-triggered: what their last edges said is possible. */
 	bool c_in, c_out, u_in, u_out;
+	size_t answer_left; /* of our own answer, still to send when tunnelling began: not bytesDown */
 	size_t grown; /* bytes this connection's buffers grew by (PROXY_BUFFER_GROWTH_BUDGET) */
 	struct proxy_rules *rules; /* the rules this connection is decided with */
 	struct proxy_verdict verdict;
@@ -857,7 +858,11 @@ static bool tunnel_move(struct conn *c, bool from_client)
 		if (buf_len(b) > 0 && *writable) {
 			n = write_from(out, b);
 			if (n > 0) {
-				*bytes += (uint64_t)n;
+				size_t own = from_client ? 0 : c->answer_left;
+
+				own = own < (size_t)n ? own : (size_t)n;
+				c->answer_left -= own;
+				*bytes += (uint64_t)n - own;
 				progress = true;
 			} else if (n == -EAGAIN)
 				*writable = false;
@@ -914,6 +919,8 @@ static void tunnel_start(struct conn *c)
 	c->state = ST_TUNNEL;
 	c->last_active = now_usec();
 	c->c_in = c->u_in = c->c_out = c->u_out = true;
+	/* What is towards the client now is ours (the 200, the SOCKS replies), not the upstream's. */
+	c->answer_left = buf_len(&c->down);
 	if (set_events(c->csrc, &c->cev, TUNNEL_EVENTS) < 0 ||
 	    set_events(c->usrc, &c->uev, TUNNEL_EVENTS) < 0)
 		return conn_close_errno(c, "epoll", errno);

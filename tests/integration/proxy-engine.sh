@@ -131,7 +131,7 @@ max_rss_while() {
 	echo "$m"
 }
 
-echo "1..58"
+echo "1..59"
 
 # ---- upstreams -------------------------------------------------------------------------------
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout "$tmp/key.pem" -out "$tmp/cert.pem" \
@@ -341,6 +341,11 @@ memory_checks() {
 	ok $? "... the proxy's RSS grew by $((rss_max - rss0)) KiB (< 4 MiB)"
 }
 memory_checks "growing buffers" "$P" "$H"
+# The slow reader's tunnel carried exactly 10 MiB from the upstream: bytesDown counts those, not
+# the proxy's own "200 Connection established" before them.
+[ -n "$(events main '"decision":"closed"' '"bytesDown":10485760,')" ]
+ok $? "a tunnel's bytesDown is the upstream's bytes only (10485760)" ||
+	diag "$(events main '"decision":"closed"' | tail -n 3)"
 
 # ---- live changes ----------------------------------------------------------------------------
 mkfifo "$tmp/tunnel.ctl"
