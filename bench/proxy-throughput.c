@@ -400,8 +400,12 @@ int main(int argc, char **argv)
 			buffer_max = (size_t)v;
 			continue;
 		}
-		if (c == 'H' || c == 'v') {
-			*(c == 'H' ? &host_lo : &verbose) = true;
+		if (c == 'H') {
+			host_lo = true;
+			continue;
+		}
+		if (c == 'v') {
+			verbose = true;
 			continue;
 		}
 		fprintf(stderr, "usage: proxy-throughput [--mib N] [--rounds R] [--connects K] "

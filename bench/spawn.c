@@ -249,6 +249,37 @@ static long throughput_slice(const char *socket_path, bool use_launcherd, double
 	return total;
 }
 
+/*
+ * One throughput slice: throughput_slice(), counted until the machine is back to baseline (its
+ * deferred work done too, at least the clients' seconds): the sandboxes, its length and the CPU
+ * time of the whole machine over it, in ms.
+ */
+struct slice {
+	long n;
+	double ms, cpu;
+};
+
+static struct slice run_slice(const char *socket_path, bool use_launcherd, double seconds,
+			      double baseline)
+{
+	double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK), t0 = now_ms();
+	unsigned long long b0 = 0, b1 = 0, t;
+	bool ticks = cpu_ticks(&b0, &t);
+	struct slice s = { .n = throughput_slice(socket_path, use_launcherd, seconds) };
+
+	s.ms = settle(baseline) - t0;
+	s.cpu = ticks && cpu_ticks(&b1, &t) ? (double)(b1 - b0) * tick_ms : 0;
+	if (s.ms < seconds * 1000)
+		s.ms = seconds * 1000;
+	return s;
+}
+
+/* CPU ms per sandbox over slices, less what the other load took meanwhile. */
+static double cpu_per_sandbox(double cpu, double ms, long n, double baseline)
+{
+	return n ? (cpu - baseline * ms * (double)sysconf(_SC_NPROCESSORS_ONLN)) / (double)n : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -332,27 +363,19 @@ int main(int argc, char **argv)
 	}
 	rss_idle = rss_kib(ld);
 	if (only) {
-		double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK), t0, ms, base_load;
-		unsigned long long b0 = 0, b1 = 0, t;
-		long n;
+		struct slice sl;
 
 		for (int i = 0; i < 20; i++)
 			(void)run_launcherd(l);
-		base_load = cpu_busy();
-		t0 = now_ms();
-		if (!cpu_ticks(&b0, &t))
-			goto out;
-		n = throughput_slice(sock_path, true, seconds);
-		ms = now_ms() - t0;
-		(void)settle(base_load);
-		if (n <= 0 || !cpu_ticks(&b1, &t))
+		baseline = cpu_busy();
+		sl = run_slice(sock_path, true, seconds, baseline);
+		if (sl.n <= 0)
 			goto out;
 		printf("launcherd alone, 2 concurrent clients: %.1f sandboxes/s, CPU per sandbox "
-		       "%.3f ms (all CPUs, deferred work included, less the other load)\n",
-		       (double)n * 1000 / ms,
-		       ((double)(b1 - b0) * tick_ms -
-			base_load * (now_ms() - t0) * (double)sysconf(_SC_NPROCESSORS_ONLN)) /
-			       (double)n);
+		       "%.3f ms (until its deferred work is done: %.2f s; all CPUs, less the other "
+		       "load)\n",
+		       (double)sl.n * 1000 / sl.ms, cpu_per_sandbox(sl.cpu, sl.ms, sl.n, baseline),
+		       sl.ms / 1000);
 		ret = 0;
 		goto out;
 	}
@@ -401,47 +424,31 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	{
-		long ld_n = 0, bw_n = 0;
-		double ld_ms = 0, bw_ms = 0, ld_cpu = 0, bw_cpu = 0, ld_tp, bw_tp;
-		double tick_ms = 1000.0 / (double)sysconf(_SC_CLK_TCK);
-		double ncpu = (double)sysconf(_SC_NPROCESSORS_ONLN);
+		struct slice lds = { 0 }, bw = { 0 }; /* sums over each side's slices */
+		double ld_tp, bw_tp;
 
 		(void)settle(baseline);
 		for (int slice = 0; slice < 4; slice++) {
 			bool ld_turn = slice == 0 || slice == 3;
-			unsigned long long b0 = 0, b1 = 0, t;
-			double t0 = now_ms();
-			bool ticks = cpu_ticks(&b0, &t);
-			long n = throughput_slice(sock_path, ld_turn, seconds / 2);
-			/* The slice lasts until its deferred work is done too. */
-			double ms = settle(baseline) - t0;
-			/* CPU time of the whole machine over the slice, deferred work included. */
-			double cpu = ticks && cpu_ticks(&b1, &t) ? (double)(b1 - b0) * tick_ms : 0;
+			struct slice sl = run_slice(sock_path, ld_turn, seconds / 2, baseline);
+			struct slice *sum = ld_turn ? &lds : &bw;
 
-			if (ms < seconds * 500)
-				ms = seconds * 500;
-			if (ld_turn) {
-				ld_n += n;
-				ld_ms += ms;
-				ld_cpu += cpu;
-			} else {
-				bw_n += n;
-				bw_ms += ms;
-				bw_cpu += cpu;
-			}
+			sum->n += sl.n;
+			sum->ms += sl.ms;
+			sum->cpu += sl.cpu;
 		}
-		ld_tp = (double)ld_n * 1000 / ld_ms;
-		bw_tp = (double)bw_n * 1000 / bw_ms;
+		ld_tp = (double)lds.n * 1000 / lds.ms;
+		bw_tp = (double)bw.n * 1000 / bw.ms;
 		printf("throughput, 2 concurrent clients, %.1f s each (slices L B B L, each until its "
 		       "deferred work is done: %.2f s, %.2f s; other load %.0f%% CPU)\n",
-		       seconds, ld_ms / 1000, bw_ms / 1000, baseline * 100);
+		       seconds, lds.ms / 1000, bw.ms / 1000, baseline * 100);
 		printf("  launcherd            %7.1f sandboxes/s\n", ld_tp);
 		printf("  bwrap                %7.1f sandboxes/s\n", bw_tp);
 		printf("  launcherd / bwrap    %7.2f     (target >= 3)\n", ld_tp / bw_tp);
 		printf("  CPU per sandbox (all CPUs, less the other load): launcherd %.3f ms, bwrap "
 		       "%.3f ms\n",
-		       ld_n ? (ld_cpu - baseline * ld_ms * ncpu) / (double)ld_n : 0,
-		       bw_n ? (bw_cpu - baseline * bw_ms * ncpu) / (double)bw_n : 0);
+		       cpu_per_sandbox(lds.cpu, lds.ms, lds.n, baseline),
+		       cpu_per_sandbox(bw.cpu, bw.ms, bw.n, baseline));
 	}
 	rss_after = rss_kib(ld);
 	printf("launcherd RSS: idle at start %ld KiB, idle after the runs %ld KiB (target <= 4096)\n",

@@ -44,7 +44,6 @@
 #define DRAIN_USEC (2ULL * 1000000ULL) /* how long a refused client may take to read the answer */
 #define SWEEP_MIN_USEC (10ULL * 1000ULL)
 #define SWEEP_MAX_USEC (1000ULL * 1000ULL)
-#define TUNNEL_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
 enum conn_state {
 	ST_SNIFF,
@@ -408,8 +407,8 @@ static int set_events(struct event_source *s, uint32_t *cur, uint32_t want)
 	return event_source_set_events(s, want);
 }
 
-/* Register for what each side can make progress on now. */
-static void conn_update(struct conn *c)
+/* Register for what each side can make progress on now; false when epoll refused (c kept). */
+static bool conn_register(struct conn *c)
 {
 	uint32_t cw = 0, uw = 0;
 
@@ -429,7 +428,7 @@ static void conn_update(struct conn *c)
 		break;
 	case ST_TUNNEL:
 		/* Registered once (tunnel_start()); tunnel_io() tracks readiness from the edges. */
-		cw = uw = TUNNEL_EVENTS;
+		cw = uw = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 		break;
 	case ST_REFUSING:
 		cw = EPOLLOUT;
@@ -438,7 +437,13 @@ static void conn_update(struct conn *c)
 		cw = EPOLLIN;
 		break;
 	}
-	if (set_events(c->csrc, &c->cev, cw) < 0 || set_events(c->usrc, &c->uev, uw) < 0)
+	return set_events(c->csrc, &c->cev, cw) >= 0 && set_events(c->usrc, &c->uev, uw) >= 0;
+}
+
+/* conn_register(), or close c. */
+static void conn_update(struct conn *c)
+{
+	if (!conn_register(c))
 		conn_close_errno(c, "epoll", errno);
 }
 
@@ -921,8 +926,7 @@ static void tunnel_start(struct conn *c)
 	c->c_in = c->u_in = c->c_out = c->u_out = true;
 	/* What is towards the client now is ours (the 200, the SOCKS replies), not the upstream's. */
 	c->answer_left = buf_len(&c->down);
-	if (set_events(c->csrc, &c->cev, TUNNEL_EVENTS) < 0 ||
-	    set_events(c->usrc, &c->uev, TUNNEL_EVENTS) < 0)
+	if (!conn_register(c))
 		return conn_close_errno(c, "epoll", errno);
 	if (tunnel_move(c, true) && tunnel_move(c, false))
 		(void)conn_pass_eof(c);

@@ -146,7 +146,8 @@ static int make_mountpoint(struct root_builder *b, const char *target, enum mp_k
 		int flags = O_PATH | (last && kind == MP_FILE ? 0 : O_DIRECTORY);
 		char name[NAME_MAX + 1];
 		size_t n = last ? strlen(c) : (size_t)(slash - c);
-		int fd;
+		bool create_first;
+		int fd, r;
 
 		if (n > NAME_MAX)
 			return -ENAMETOOLONG;
@@ -159,27 +160,20 @@ static int make_mountpoint(struct root_builder *b, const char *target, enum mp_k
 			*ret_fd = TAKE_FD(dir);
 			return 0;
 		}
-		/* In the root (ours) a name is most often new: create first, and look up only what
-		 * was there (EEXIST), which resolves exactly as a lookup first would have. */
-		if (made || at == b->root_fd) {
-			fd = create_component(at, name, last && kind == MP_FILE,
-					      last ? mode : 0755);
-			if (fd < 0 && (fd != -EEXIST || made))
-				return fd;
-			made = made || fd == 0;
+		/* Where it is ours for sure (the root, or below what this walk created) a name is
+		 * most often new: create first, and look up only what was there (EEXIST), which
+		 * resolves exactly as a lookup first would have. Elsewhere look first. */
+		create_first = made || at == b->root_fd;
+		fd = create_first ? -ENOENT : openat2_beneath(at, name, flags);
+		if (fd == -ENOENT) {
+			if (!create_first && !is_own(b, at))
+				return -ENOENT;
+			r = create_component(at, name, last && kind == MP_FILE, last ? mode : 0755);
+			/* Only a name that existed before this walk may: below what it made, none. */
+			if (r < 0 && !(r == -EEXIST && create_first && !made))
+				return r;
+			made = made || r == 0;
 			fd = openat2_beneath(at, name, flags);
-		} else {
-			fd = openat2_beneath(at, name, flags);
-			if (fd == -ENOENT) {
-				if (!is_own(b, at))
-					return -ENOENT;
-				fd = create_component(at, name, last && kind == MP_FILE,
-						      last ? mode : 0755);
-				if (fd < 0)
-					return fd;
-				made = true;
-				fd = openat2_beneath(at, name, flags);
-			}
 		}
 		if (fd < 0)
 			return fd;

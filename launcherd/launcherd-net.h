@@ -12,7 +12,7 @@
 struct event_loop;
 struct event_source;
 
-/* Bring the loopback interface up, its gso size raised (libnl; see launcherd-net.c). */
+/* Bring the loopback interface up, its gso size raised (libnl; launcherd-lo.c). */
 int net_loopback_up(void);
 
 /*

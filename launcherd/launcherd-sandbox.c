@@ -549,8 +549,8 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		.gid = c->peer.gid,
 		.groups = c->groups,
 		.n_groups = c->n_groups,
-		/* No new user namespace: cloned with launcherd's empty bounding set. */
-		.bset_empty = d->mode == LAUNCHERD_PRIVILEGED && d->bset_empty,
+		/* Privileged mode only: no new user namespace, launcherd's empty bounding set. */
+		.bset_empty = d->bset_empty,
 		.cgroup_go_fd = cgroup_go[0],
 		.nproc_limit = d->cgroup.kind == CGROUP_NONE ? plan->pids_max : 0,
 		.landlock_abi = d->landlock_abi,

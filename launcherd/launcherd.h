@@ -40,7 +40,8 @@ struct launcherd {
 	int devnull_fd;	  /* stdio the plan leaves out */
 	int dev_template; /* privileged mode: the fixed part of /dev (launcherd-mount.c), or -1 */
 
-	/* Privileged mode: our bounding set is empty, so each sandbox's is (launcherd-apply.h). */
+	/* Privileged mode, set only there: our bounding set is empty, so each sandbox's is (user
+	 * mode's get a full one in their own user namespace). launcherd-apply.h. */
 	bool bset_empty;
 
 	struct floor floor;
