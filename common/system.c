@@ -290,3 +290,25 @@ unsigned long long now_nsec(void)
 	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
 }
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void close_all_but(int *keep, size_t n)
+{
+	unsigned from = 3;
+
+	qsort(keep, n, sizeof(int), cmp_int);
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from)
+			(void)syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0U);
+		from = (unsigned)keep[i] + 1;
+	}
+	(void)syscall(SYS_close_range, from, ~0U, 0U);
+}

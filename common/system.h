@@ -14,6 +14,8 @@ int fd_set_nonblock(int fd, bool nonblock);
 int fd_set_cloexec(int fd, bool cloexec);
 /* Duplicate to the lowest free fd >= min, close-on-exec. */
 int fd_dup_cloexec(int fd, int min);
+/* Close every fd above 2 but the n in keep (sorted here; negative entries ignored). */
+void close_all_but(int *keep, size_t n);
 
 /* Write all of buf, retrying on EINTR and short writes. A non-blocking fd may return -EAGAIN. */
 int loop_write(int fd, const void *buf, size_t len);

@@ -89,8 +89,7 @@ int ipc_frame_recv_json(int sock, json_t **ret, int *fds, size_t max_fds, size_t
 {
 	unsigned char hdr[IPC_FRAME_HEADER_SIZE];
 	_cleanup_free_ unsigned char *buf = NULL;
-	const char *payload;
-	size_t payload_len, n_fds = 0;
+	size_t n_fds = 0;
 	ssize_t n;
 	int r;
 
@@ -124,13 +123,20 @@ int ipc_frame_recv_json(int sock, json_t **ret, int *fds, size_t max_fds, size_t
 	if (n == 0)
 		return 0;
 
-	r = ipc_frame_decode(buf, (size_t)n, &payload, &payload_len);
-	if (r >= 0)
-		r = ipc_json_parse_object(payload, payload_len, ret, NULL);
+	r = ipc_frame_parse_json(buf, (size_t)n, ret);
 	if (r < 0) {
 		close_many(fds, n_fds);
 		return r;
 	}
 	*ret_n_fds = n_fds;
 	return 1;
+}
+
+int ipc_frame_parse_json(const void *frame, size_t len, json_t **ret)
+{
+	const char *payload;
+	size_t payload_len;
+	int r = ipc_frame_decode(frame, len, &payload, &payload_len);
+
+	return r < 0 ? r : ipc_json_parse_object(payload, payload_len, ret, NULL);
 }

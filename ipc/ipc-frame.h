@@ -30,6 +30,10 @@ int ipc_frame_encode(const void *payload, size_t len, void **ret, size_t *ret_le
  */
 int ipc_frame_decode(const void *frame, size_t len, const char **ret_payload, size_t *ret_len);
 
+/* ipc_frame_decode() a complete frame, then parse its payload as a JSON object (duplicate keys
+ * rejected). 0 or -errno (-EBADMSG, -EMSGSIZE, or the parser's). */
+int ipc_frame_parse_json(const void *frame, size_t len, json_t **ret);
+
 /* Send a JSON object as one frame with fds attached. Blocking or MSG_DONTWAIT per flags. */
 int ipc_frame_send_json(int sock, json_t *obj, const int *fds, size_t n_fds, int flags);
 

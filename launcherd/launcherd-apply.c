@@ -198,29 +198,6 @@ static int place_stdio(const struct apply_context *ctx)
 	return 0;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Close every fd above 2 but the n in keep (sorted here; -1 entries ignored). */
-static void close_all_but(int *keep, size_t n)
-{
-	unsigned from = 3;
-
-	qsort(keep, n, sizeof(int), cmp_int);
-	for (size_t i = 0; i < n; i++) {
-		if (keep[i] < (int)from)
-			continue;
-		if ((unsigned)keep[i] > from)
-			(void)syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0U);
-		from = (unsigned)keep[i] + 1;
-	}
-	(void)syscall(SYS_close_range, from, ~0U, 0U);
-}
-
 /*
  * We were cloned with every fd launcherd had open: its sockets, other sandboxes' pidfds and
  * pipes, the namespaces of its pool. Close-on-exec would shed them at the command's execve,

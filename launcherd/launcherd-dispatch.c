@@ -16,7 +16,9 @@
  *   6. setgroups/setresgid/setresuid to the requester's identity  launcherd-apply.c
  *   7. signals to the requester's own sandboxes, via pidfd        launcherd-sandbox.c
  *   8. fresh network namespaces made ahead by a helper            launcherd-net.c
- * The identity in 6 and the ownership check in 7 come from SO_PEERCRED only.
+ * The identity in 6 and the ownership check in 7 come from SO_PEERCRED only. Requests reach us
+ * through each connection's receiver (launcherd-screen.h), with only fds we can close without
+ * waiting on anyone; a plan that names one it refused is answered "invalid-plan".
  */
 #include "config.h"
 
@@ -28,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/json-cleanup.h"
@@ -53,6 +57,35 @@ enum launcher_req {
 typedef int (*launcher_answer_fn)(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
 
 static int launcher_answer_hello(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
+/* An fd the plan uses that the receiver refused: the field that names it, and why. */
+static int check_screened(const struct screen_header *h, const struct plan *plan,
+			  struct field_error *fe)
+{
+	static const char *const stdio[] = { "stdin", "stdout", "stderr" };
+	char why[256];
+
+	for (size_t i = 0; i < ELEMENTSOF(stdio); i++)
+		if (plan->stdio[i] >= 0 && h->verdict[plan->stdio[i]] != SCREEN_OK)
+			return field_error_set(
+				fe, -EBADF, "plan.stdio", stdio[i], "fd %d: %s", plan->stdio[i],
+				screen_reason(h, (size_t)plan->stdio[i], why, sizeof(why)));
+	for (size_t i = 0; i < plan->n_mounts; i++) {
+		int k = plan->mounts[i].source;
+		char path[64];
+
+		if (plan->mounts[i].type != PLAN_MOUNT_BIND || h->verdict[k] == SCREEN_OK)
+			continue;
+		(void)snprintf(path, sizeof(path), "plan.mounts[%zu]", i);
+		return field_error_set(fe, -EBADF, path, "source", "fd %d: %s", k,
+				       screen_reason(h, (size_t)k, why, sizeof(why)));
+	}
+	if (plan->seccomp_program >= 0 && h->verdict[plan->seccomp_program] != SCREEN_OK)
+		return field_error_set(
+			fe, -EBADF, "plan.seccomp", "program", "fd %d: %s", plan->seccomp_program,
+			screen_reason(h, (size_t)plan->seccomp_program, why, sizeof(why)));
+	return 0;
+}
+
 static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
 static int launcher_answer_kill(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
 
@@ -84,6 +117,16 @@ static void out_msg_free(struct out_msg *m)
 	free(m);
 }
 
+static int on_writable(struct event_source *src, int fd, uint32_t revents, void *userdata);
+
+/* Watch the socket for room while replies wait (only then: requests come from the receiver). */
+static int wait_writable(struct conn *c)
+{
+	if (c->wsrc)
+		return 0;
+	return event_add_io(c->d->loop, c->fd, EPOLLOUT, on_writable, c, &c->wsrc);
+}
+
 static int flush_queue(struct conn *c)
 {
 	while (c->outq) {
@@ -91,7 +134,7 @@ static int flush_queue(struct conn *c)
 		int r = ipc_frame_send_json(c->fd, m->msg, m->fds, m->n_fds, MSG_DONTWAIT);
 
 		if (r == -EAGAIN)
-			return event_source_set_events(c->src, EPOLLIN | EPOLLOUT);
+			return wait_writable(c);
 		c->outq = m->next;
 		if (!c->outq)
 			c->outq_tail = &c->outq;
@@ -99,7 +142,9 @@ static int flush_queue(struct conn *c)
 		if (r < 0)
 			return r;
 	}
-	return event_source_set_events(c->src, EPOLLIN);
+	event_source_free(c->wsrc);
+	c->wsrc = NULL;
+	return 0;
 }
 
 int conn_send(struct conn *c, json_t *msg, const int *fds, size_t n_fds)
@@ -134,7 +179,7 @@ int conn_send(struct conn *c, json_t *msg, const int *fds, size_t n_fds)
 	}
 	*c->outq_tail = m;
 	c->outq_tail = &m->next;
-	return event_source_set_events(c->src, EPOLLIN | EPOLLOUT);
+	return wait_writable(c);
 }
 
 int conn_send_error(struct conn *c, int64_t seq, const char *code, int error, const char *field,
@@ -274,6 +319,11 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 		r = send_field_error(c, seq, "invalid-plan", r, &fe);
 		goto done;
 	}
+	r = check_screened(&c->screen, plan, &fe);
+	if (r < 0) {
+		r = send_field_error(c, seq, "invalid-plan", r, &fe);
+		goto done;
+	}
 	if (plan->seccomp_program >= 0) {
 		r = seccomp_program_read(fds[plan->seccomp_program], &filter);
 		if (r < 0) {
@@ -400,6 +450,15 @@ static int dispatch(struct conn *c, json_t *msg, int *fds, size_t n_fds)
 	return -EPROTO;
 }
 
+static int on_writable(struct event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct conn *c = userdata;
+
+	if (flush_queue(c) < 0)
+		conn_close(c);
+	return 0;
+}
+
 static int on_conn(struct event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct conn *c = userdata;
@@ -408,22 +467,14 @@ static int on_conn(struct event_source *src, int fd, uint32_t revents, void *use
 	size_t n_fds = 0;
 	int r;
 
-	if (revents & EPOLLOUT) {
-		r = flush_queue(c);
-		if (r < 0) {
-			conn_close(c);
-			return 0;
-		}
-	}
-	if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
-		return 0;
 	launcherd_trace(NULL, "readable");
-	r = ipc_frame_recv_json(c->fd, &msg, fds, IPC_MAX_FDS, &n_fds, MSG_DONTWAIT);
+	r = screen_recv(c->rfd, &msg, fds, &n_fds, &c->screen);
 	if (r == -EAGAIN)
 		return 0;
 	launcherd_trace(NULL, "received");
 	if (r <= 0) {
-		/* EOF, or a frame that broke the framing rules: the connection ends. */
+		/* EOF (the requester, hence its receiver, is gone), or a frame that broke the
+		 * framing rules: the connection ends. */
 		conn_close(c);
 		return 0;
 	}
@@ -454,6 +505,50 @@ static int lookup_groups(struct conn *c)
 	return 0;
 }
 
+/* A receiver's pidfd, reaped once it has exited (it may first have to finish a close that
+ * waits on a file system: launcherd-screen.h). */
+struct reaper {
+	int pidfd;
+	struct event_source *src;
+};
+
+static int on_receiver_exit(struct event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct reaper *r = userdata;
+
+	(void)waitid(P_PIDFD, (id_t)r->pidfd, &(siginfo_t){ 0 }, WEXITED | WNOHANG);
+	event_source_free(r->src);
+	safe_close(r->pidfd);
+	free(r);
+	return 0;
+}
+
+static void receiver_stop(struct launcherd *d, int pidfd)
+{
+	struct reaper *r;
+
+	if (pidfd < 0)
+		return;
+	(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	r = calloc(1, sizeof(*r));
+	if (r && event_add_io(d->loop, pidfd, EPOLLIN, on_receiver_exit, r, &r->src) >= 0) {
+		r->pidfd = pidfd;
+		return;
+	}
+	/* Cannot wait for it: a zombie until launcherd exits, rather than a blocked loop. */
+	free(r);
+	safe_close(pidfd);
+}
+
+static size_t conns_of(const struct launcherd *d, uid_t uid)
+{
+	size_t n = 0;
+
+	for (const struct conn *c = d->conns; c; c = c->next)
+		n += c->peer.uid == uid;
+	return n;
+}
+
 int conn_new(struct launcherd *d, int fd)
 {
 	_cleanup_close_ int cfd = fd;
@@ -464,18 +559,25 @@ int conn_new(struct launcherd *d, int fd)
 	if (!c)
 		return -ENOMEM;
 	c->d = d;
-	c->fd = -1;
+	c->fd = c->rfd = c->receiver = -1;
 	c->outq_tail = &c->outq;
 	r = ipc_peer_cred(cfd, &c->peer);
 	if (r >= 0 && d->mode == LAUNCHERD_USER && c->peer.uid != getuid())
 		r = -EPERM; /* user mode cannot switch identities: serve our own user only */
+	/* Each connection has a process of its own (its receiver): a bounded number per user. */
+	if (r >= 0 && conns_of(d, c->peer.uid) >= LAUNCHERD_CONNS_PER_USER_MAX)
+		r = -EUSERS;
 	if (r >= 0)
 		r = lookup_groups(c);
 	if (r >= 0)
-		r = fd_set_nonblock(cfd, true);
+		r = screen_start(cfd, d->mode == LAUNCHERD_PRIVILEGED, &c->rfd, &c->receiver);
 	if (r >= 0)
-		r = event_add_io(d->loop, cfd, EPOLLIN, on_conn, c, &c->src);
+		r = fd_set_nonblock(c->rfd, true);
+	if (r >= 0)
+		r = event_add_io(d->loop, c->rfd, EPOLLIN, on_conn, c, &c->src);
 	if (r < 0) {
+		safe_close(c->rfd);
+		receiver_stop(d, c->receiver);
 		free(c->groups);
 		free(c);
 		return r;
@@ -501,6 +603,9 @@ void conn_close(struct conn *c)
 		}
 	sandbox_detach_conn(d, c);
 	event_source_free(c->src);
+	event_source_free(c->wsrc);
+	safe_close(c->rfd);
+	receiver_stop(d, c->receiver);
 	while (c->outq) {
 		struct out_msg *m = c->outq;
 

@@ -17,9 +17,12 @@
 #include "launcherd/launcherd-cgroup.h"
 #include "launcherd/launcherd-floor.h"
 #include "launcherd/launcherd-net.h"
+#include "launcherd/launcherd-screen.h"
 #include "launcherd/launcherd-seccomp.h"
 
 #define LAUNCHERD_PROTOCOL_VERSION 1
+/* Open connections per user at once (each has a receiver process: launcherd-screen.h). */
+#define LAUNCHERD_CONNS_PER_USER_MAX 64
 #define LAUNCHERD_DEFAULT_SOCKET CORDON_RUNSTATEDIR "/cordon/launcherd.sock"
 #define LAUNCHERD_DEFAULT_FLOOR CORDON_SYSCONFDIR "/cordon/launcherd.json"
 
@@ -73,8 +76,12 @@ enum conn_state {
 struct conn {
 	struct launcherd *d;
 	struct conn *next;
-	int fd;
-	struct event_source *src;
+	int fd;			   /* the requester's socket: replies only, sent here */
+	int rfd;		   /* its messages, screened by the receiver (launcherd-screen.h) */
+	int receiver;		   /* the receiver's pidfd */
+	struct event_source *src;  /* rfd: requests */
+	struct event_source *wsrc; /* fd: EPOLLOUT while replies wait */
+	struct screen_header screen; /* the current request's (which of its fds were refused) */
 	enum conn_state state;
 	unsigned oneshot_seen; /* bit per LAUNCHER_REQ_* that may come once */
 	struct ucred peer;     /* SO_PEERCRED: the only identity launcherd trusts */

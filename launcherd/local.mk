@@ -15,6 +15,7 @@ cordon_launcherd_SOURCES = \
 	%reldir%/launcherd-seccomp.c %reldir%/launcherd-seccomp.h \
 	%reldir%/launcherd-cgroup.c %reldir%/launcherd-cgroup.h \
 	%reldir%/launcherd-net.c %reldir%/launcherd-net.h %reldir%/launcherd-lo.c \
+	%reldir%/launcherd-screen.c %reldir%/launcherd-screen.h \
 	%reldir%/launcherd-trace.c %reldir%/launcherd-trace.h
 cordon_launcherd_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCAP_CFLAGS) \
 	$(LIBSECCOMP_CFLAGS) $(LIBNL_CFLAGS)

@@ -3,8 +3,8 @@
  * launch-plan: a test driver for cordon-launcherd, through controller/ctl-launcher.
  *
  *   launch-plan [--socket PATH | --user-mode LAUNCHERD [--floor FILE]]
- *               [--fd N=PATH]... [--seccomp N=FILE] [--result FILE] [--id-file FILE]
- *               [--kill-after MS] [--repeat N] PLAN.json
+ *               [--fd N=PATH]... [--fd-open N=PATH]... [--seccomp N=FILE] [--result FILE]
+ *               [--id-file FILE] [--kill-after MS] [--repeat N] PLAN.json
  *   launch-plan [--socket PATH | --user-mode …] --hello
  *   launch-plan [--socket PATH | --user-mode …] --kill ID [--signal N]
  *   launch-plan [--socket PATH] --raw FILE
@@ -13,8 +13,9 @@
  *
  * Fds 0, 1 and 2 of the message are our own stdin, stdout and stderr (a plan's "stdio" names
  * them by index), so the sandbox's stdio is ours. --fd N=PATH opens PATH with O_PATH as message
- * fd N (bind sources); --seccomp N=FILE copies a BPF program into a memfd as fd N. Indices
- * after 2 must be contiguous.
+ * fd N (bind sources); --fd-open N=PATH opens it read-only, as an ordinary file (a file on a
+ * FUSE file system, which launcherd must refuse); --seccomp N=FILE copies a BPF program into a
+ * memfd as fd N. Indices after 2 must be contiguous, whichever option gives them.
  *
  * --repeat N spawns the plan N times back to back over the one connection, each once the
  * previous one's exit came, stopping at the first that fails or exits non-zero.
@@ -150,6 +151,7 @@ int main(int argc, char **argv)
 		{ "user-mode", required_argument, NULL, 'u' },
 		{ "floor", required_argument, NULL, 'F' },
 		{ "fd", required_argument, NULL, 'f' },
+		{ "fd-open", required_argument, NULL, 'o' },
 		{ "seccomp", required_argument, NULL, 'S' },
 		{ "result", required_argument, NULL, 'r' },
 		{ "id-file", required_argument, NULL, 'i' },
@@ -187,19 +189,24 @@ int main(int argc, char **argv)
 			floor_path = optarg;
 			break;
 		case 'f':
+		case 'o':
 		case 'S': {
 			char *eq = strchr(optarg, '=');
 			int idx;
 
 			if (!eq)
-				return die_usage("--fd/--seccomp: expected N=PATH");
+				return die_usage("--fd/--fd-open/--seccomp: expected N=PATH");
 			*eq = '\0';
 			if (safe_atoi(optarg, &idx) < 0 || (size_t)idx != n_fds ||
 			    n_fds >= IPC_MAX_FDS)
 				return die_usage(
-					"--fd/--seccomp: indices must run 3, 4, … in order");
-			fds[n_fds] = c == 'f' ? open(eq + 1, O_PATH | O_CLOEXEC)
-					      : memfd_from_file(eq + 1);
+					"--fd/--fd-open/--seccomp: indices must run 3, 4, … in order");
+			if (c == 'f')
+				fds[n_fds] = open(eq + 1, O_PATH | O_CLOEXEC);
+			else if (c == 'o')
+				fds[n_fds] = open(eq + 1, O_RDONLY | O_CLOEXEC);
+			else
+				fds[n_fds] = memfd_from_file(eq + 1);
 			if (fds[n_fds] < 0) {
 				(void)fprintf(stderr, "launch-plan: %s: %s\n", eq + 1,
 					      strerror(errno));

@@ -250,12 +250,13 @@ e.close()
 time.sleep(0.3)
 kids = descendants(ctl)
 launchers = [k for k in kids if ppid_of(k) == ctl]
-# Under the launcher at most its namespace pool's helper: a fork of it (same command line).
+# Under the launcher at most its namespace pool's helper and its connection's receiver: forks
+# of it (same command line).
 others = [k for k in kids if k not in launchers and not (len(launchers) == 1 and
           cmdline_of(k) == cmdline_of(launchers[0]) and ppid_of(k) == launchers[0])]
-t.ok(len(launchers) == 1 and len(kids) <= 2 and not others,
-     "only the launcher (and its namespace pool's helper) is left under the controller",
-     [(k, cmdline_of(k)) for k in kids])
+t.ok(len(launchers) == 1 and len(kids) <= 3 and not others,
+     "only the launcher (its pool's helper, its connection's receiver) is left under the "
+     "controller", [(k, cmdline_of(k)) for k in kids])
 
 # --- the controller killed mid-run, then restarted ------------------------------------------
 r = c.call("process.spawn", base(argv=["/bin/sh", "-c", "sleep 1000; : %s-kill" % marker]))

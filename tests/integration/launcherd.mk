@@ -21,6 +21,8 @@ launcherd_integration_tests = \
 	tests/integration/launcherd-users.sh \
 	tests/integration/launcherd-usermode.sh \
 	tests/integration/launcherd-netnone.sh \
+	tests/integration/launcherd-fdscreen.sh \
 	tests/integration/launcherd-cgroup2.sh
 TESTS += $(launcherd_integration_tests)
-EXTRA_DIST += $(launcherd_integration_tests) tests/integration/launcherd-lib.sh
+EXTRA_DIST += $(launcherd_integration_tests) tests/integration/launcherd-lib.sh \
+	tests/helpers/stallfs.py

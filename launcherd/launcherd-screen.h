@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Every connection's messages reach launcherd through a receiver: a process of its own (forked
+ * per connection, no capabilities) that takes each message and its fds off the requester's
+ * socket, screens the fds, and forwards the message with only the fds launcherd can later close
+ * without waiting on anyone.
+ *
+ * Why: close() of a file calls its file system's flush, on every close. On FUSE that is a
+ * request to the FUSE server, waited for until it answers; a requester who runs the server
+ * (any user, with fusermount or an unprivileged user namespace) never answers, and a
+ * single-threaded daemon that closed such an fd would be frozen for every user. Nothing can
+ * drop an fd from a process without that flush, so such an fd must never enter launcherd's fd
+ * table (nor, through it, a sandbox's): the receiver, which stalls instead, serves only the one
+ * connection that sent it.
+ *
+ * Accepted (closing never waits on another process): O_PATH fds (any file system: they have no
+ * file operations), pipes, AF_UNIX sockets, character and block devices, memfds, and files and
+ * directories on a mount in launcherd's mount namespace whose file system is local and on
+ * screen_fs_ok()'s list. Refused: the rest — files on FUSE, NFS, CIFS and other file systems
+ * that flush over a wire, files on mounts launcherd cannot see, network sockets (a lingering
+ * close waits for the peer), anonymous inodes. A refused fd is replaced in the forwarded
+ * message by /dev/null, and the screen header says why, so that a plan that names it is
+ * answered with an error (launcherd-dispatch.c), never run with a substitute.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "ipc/ipc-fdpass.h"
+
+enum screen_verdict {
+	SCREEN_OK = 0,
+	SCREEN_FS,     /* a file on a file system whose close can wait on a server (fstype says) */
+	SCREEN_UNSEEN, /* a file launcherd cannot inspect without asking its file system */
+	SCREEN_SOCKET, /* a socket other than AF_UNIX */
+	SCREEN_KIND,   /* not a file, pipe, socket, device or O_PATH fd */
+	_SCREEN_MAX,
+};
+
+#define SCREEN_MAGIC 0x4e524353U /* "SCRN" little-endian */
+#define SCREEN_FSTYPE_MAX 24
+
+/* What precedes each forwarded message (the requester's frame follows it as it came). */
+struct screen_header {
+	uint32_t magic;
+	uint32_t n_fds;
+	uint8_t verdict[IPC_MAX_FDS];
+	char fstype[IPC_MAX_FDS][SCREEN_FSTYPE_MAX]; /* SCREEN_FS: the file system's type */
+};
+
+/* Why fd i of the message was refused, for an error message ("a file on a \"fuse\" file
+ * system, …"). */
+const char *screen_reason(const struct screen_header *h, size_t i, char *buf, size_t size);
+
+/* Screen one fd without blocking; SCREEN_OK or why not (fstype filled for SCREEN_FS). */
+enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX]);
+
+/*
+ * launcherd's side. Fork conn_fd's receiver (privileged: it runs as nobody): *ret_fd is where
+ * the screened messages arrive, *ret_pidfd the receiver's pidfd (launcherd reaps it). conn_fd
+ * stays launcherd's, for replies.
+ */
+int screen_start(int conn_fd, bool privileged, int *ret_fd, int *ret_pidfd);
+
+/*
+ * Receive one screened message from the receiver: like ipc_frame_recv_json() (1, 0 at EOF,
+ * -errno; fds closed on error), plus the header.
+ */
+int screen_recv(int fd, json_t **ret, int *fds, size_t *ret_n_fds, struct screen_header *hdr);
