@@ -508,18 +508,30 @@ static int lookup_groups(struct conn *c)
 /* A receiver's pidfd, reaped once it has exited (it may first have to finish a close that
  * waits on a file system: launcherd-screen.h). */
 struct reaper {
+	struct launcherd *d;
+	struct reaper *next;
 	int pidfd;
 	struct event_source *src;
 };
+
+static void reaper_free(struct reaper *r)
+{
+	for (struct reaper **p = &r->d->reapers; *p; p = &(*p)->next)
+		if (*p == r) {
+			*p = r->next;
+			break;
+		}
+	event_source_free(r->src);
+	safe_close(r->pidfd);
+	free(r);
+}
 
 static int on_receiver_exit(struct event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct reaper *r = userdata;
 
 	(void)waitid(P_PIDFD, (id_t)r->pidfd, &(siginfo_t){ 0 }, WEXITED | WNOHANG);
-	event_source_free(r->src);
-	safe_close(r->pidfd);
-	free(r);
+	reaper_free(r);
 	return 0;
 }
 
@@ -532,12 +544,20 @@ static void receiver_stop(struct launcherd *d, int pidfd)
 	(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 	r = calloc(1, sizeof(*r));
 	if (r && event_add_io(d->loop, pidfd, EPOLLIN, on_receiver_exit, r, &r->src) >= 0) {
-		r->pidfd = pidfd;
+		*r = (struct reaper){ .d = d, .next = d->reapers, .pidfd = pidfd, .src = r->src };
+		d->reapers = r;
 		return;
 	}
 	/* Cannot wait for it: a zombie until launcherd exits, rather than a blocked loop. */
 	free(r);
 	safe_close(pidfd);
+}
+
+void conn_receivers_release(struct launcherd *d)
+{
+	/* Those not yet reaped die with us (their parent-death signal). */
+	while (d->reapers)
+		reaper_free(d->reapers);
 }
 
 static size_t conns_of(const struct launcherd *d, uid_t uid)

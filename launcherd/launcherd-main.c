@@ -497,6 +497,7 @@ int main(int argc, char **argv)
 			     : socket_path);
 
 	r = event_loop_run(d->loop);
+	conn_receivers_release(d);
 	netns_pool_stop(&d->netns_pool);
 	event_source_free(listen_src);
 	event_source_free(sig_src);

@@ -62,6 +62,7 @@ struct launcherd {
 	bool own_userns;
 
 	struct conn *conns;
+	struct reaper *reapers; /* closed connections' receivers not reaped yet */
 	struct sandbox *sandboxes;
 	unsigned n_sandboxes;
 };
@@ -94,6 +95,8 @@ struct conn {
 
 int conn_new(struct launcherd *d, int fd);
 void conn_close(struct conn *c);
+/* At exit: forget the receivers still being waited for. */
+void conn_receivers_release(struct launcherd *d);
 /* Send a message (fds are duplicated when it has to wait). Never blocks. */
 int conn_send(struct conn *c, json_t *msg, const int *fds, size_t n_fds);
 int conn_send_error(struct conn *c, int64_t seq, const char *code, int error, const char *field,
