@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -555,9 +556,15 @@ static void receiver_stop(struct launcherd *d, int pidfd)
 
 void conn_receivers_release(struct launcherd *d)
 {
-	/* Those not yet reaped die with us (their parent-death signal). */
-	while (d->reapers)
+	/* Reaped once gone (killed already: a moment at most), unless a close stalls one: then
+	 * it dies with us (its parent-death signal) and init reaps it. */
+	while (d->reapers) {
+		struct pollfd p = { .fd = d->reapers->pidfd, .events = POLLIN };
+
+		if (poll(&p, 1, 100) == 1)
+			(void)waitid(P_PIDFD, (id_t)p.fd, &(siginfo_t){ 0 }, WEXITED | WNOHANG);
 		reaper_free(d->reapers);
+	}
 }
 
 static size_t conns_of(const struct launcherd *d, uid_t uid)
