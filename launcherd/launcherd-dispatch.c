@@ -23,6 +23,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -469,7 +470,10 @@ static int on_conn(struct event_source *src, int fd, uint32_t revents, void *use
 	int r;
 
 	launcherd_trace(NULL, "readable");
-	r = screen_recv(c->rfd, &msg, fds, &n_fds, &c->screen);
+	if (c->receiver >= 0)
+		r = screen_recv(c->rfd, &msg, fds, &n_fds, &c->screen);
+	else
+		r = ipc_frame_recv_json(c->rfd, &msg, fds, IPC_MAX_FDS, &n_fds, MSG_DONTWAIT);
 	if (r == -EAGAIN)
 		return 0;
 	launcherd_trace(NULL, "received");
@@ -596,8 +600,16 @@ int conn_new(struct launcherd *d, int fd)
 		r = -EUSERS;
 	if (r >= 0)
 		r = lookup_groups(c);
-	if (r >= 0)
-		r = screen_start(cfd, d->mode == LAUNCHERD_PRIVILEGED, &c->rfd, &c->receiver);
+	/* Privileged mode: the requester's fds come through its receiver (launcherd-screen.h).
+	 * User mode serves its own user only, whose stall would be its own: we read the socket
+	 * ourselves (a second fd of it, for epoll) and take every fd, so that files on an NFS or
+	 * FUSE home stay usable as stdio. */
+	if (r >= 0 && d->mode == LAUNCHERD_PRIVILEGED)
+		r = screen_start(cfd, &c->rfd, &c->receiver);
+	else if (r >= 0) {
+		c->rfd = fcntl(cfd, F_DUPFD_CLOEXEC, 3);
+		r = c->rfd < 0 ? -errno : 0;
+	}
 	if (r >= 0)
 		r = fd_set_nonblock(c->rfd, true);
 	if (r >= 0)

@@ -151,7 +151,7 @@ const char *screen_reason(const struct screen_header *h, size_t i, char *buf, si
  * + the frame as it came, refused fds replaced by /dev/null; then our copies closed — a refused
  * one may stall us right there, and with us only this connection.
  */
-_noreturn_ static void receiver(int conn, int out, pid_t parent, bool privileged)
+_noreturn_ static void receiver(int conn, int out, pid_t parent)
 {
 	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
@@ -170,11 +170,10 @@ _noreturn_ static void receiver(int conn, int out, pid_t parent, bool privileged
 	/* Blocking reads (launcherd's own replies on this socket all pass MSG_DONTWAIT). */
 	if (fd_set_nonblock(conn, false) < 0)
 		_exit(1);
-	/* In privileged mode (root), nobody: no file is ours. Then no capability at all. (In user
-	 * mode we stay the user: launcherd's user namespace maps nobody else.) */
-	if (privileged &&
-	    (setgroups(0, NULL) < 0 || setresgid(RECEIVER_ID, RECEIVER_ID, RECEIVER_ID) < 0 ||
-	     setresuid(RECEIVER_ID, RECEIVER_ID, RECEIVER_ID) < 0))
+	/* Nobody (we are forked from the privileged launcherd): no file is ours. Then no
+	 * capability at all. */
+	if (setgroups(0, NULL) < 0 || setresgid(RECEIVER_ID, RECEIVER_ID, RECEIVER_ID) < 0 ||
+	    setresuid(RECEIVER_ID, RECEIVER_ID, RECEIVER_ID) < 0)
 		_exit(1);
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || syscall(SYS_capset, &head, none) < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -206,7 +205,7 @@ _noreturn_ static void receiver(int conn, int out, pid_t parent, bool privileged
 	}
 }
 
-int screen_start(int conn_fd, bool privileged, int *ret_fd, int *ret_pidfd)
+int screen_start(int conn_fd, int *ret_fd, int *ret_pidfd)
 {
 	pid_t parent = getpid(), pid;
 	int sv[2], pidfd, r;
@@ -217,7 +216,7 @@ int screen_start(int conn_fd, bool privileged, int *ret_fd, int *ret_pidfd)
 	 * flags return ENOSYS); the pidfd is taken while the child cannot have been reaped. */
 	pid = fork();
 	if (pid == 0)
-		receiver(conn_fd, sv[1], parent, privileged);
+		receiver(conn_fd, sv[1], parent);
 	safe_close(sv[1]);
 	if (pid < 0) {
 		r = -errno;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Every connection's messages reach launcherd through a receiver: a process of its own (forked
- * per connection, no capabilities) that takes each message and its fds off the requester's
- * socket, screens the fds, and forwards the message with only the fds launcherd can later close
- * without waiting on anyone.
+ * In privileged mode, every connection's messages reach launcherd through a receiver: a process
+ * of its own (forked per connection, nobody, no capabilities) that takes each message and its
+ * fds off the requester's socket, screens the fds, and forwards the message with only the fds
+ * launcherd can later close without waiting on anyone. (User mode serves its own user only: a
+ * stall there would be that user's own, and files on its NFS or FUSE home must stay usable.)
  *
  * Why: close() of a file calls its file system's flush, on every close. On FUSE that is a
  * request to the FUSE server, waited for until it answers; a requester who runs the server
@@ -24,7 +25,6 @@
  */
 #pragma once
 
-#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -60,11 +60,12 @@ const char *screen_reason(const struct screen_header *h, size_t i, char *buf, si
 enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX]);
 
 /*
- * launcherd's side. Fork conn_fd's receiver (privileged: it runs as nobody): *ret_fd is where
- * the screened messages arrive, *ret_pidfd the receiver's pidfd (launcherd reaps it). conn_fd
- * stays launcherd's, for replies.
+ * launcherd's side, privileged mode (user mode serves its own user only and reads its socket
+ * itself). Fork conn_fd's receiver (it runs as nobody): *ret_fd is where the screened messages
+ * arrive, *ret_pidfd the receiver's pidfd (launcherd reaps it). conn_fd stays launcherd's, for
+ * replies.
  */
-int screen_start(int conn_fd, bool privileged, int *ret_fd, int *ret_pidfd);
+int screen_start(int conn_fd, int *ret_fd, int *ret_pidfd);
 
 /*
  * Receive one screened message from the receiver: like ipc_frame_recv_json() (1, 0 at EOF,
