@@ -7,4 +7,5 @@ libcommon_a_SOURCES = \
 	%reldir%/util.c %reldir%/util.h \
 	%reldir%/system.c %reldir%/system.h \
 	%reldir%/event.c %reldir%/event.h \
+	%reldir%/reaper.c %reldir%/reaper.h \
 	%reldir%/paths.c %reldir%/paths-state.c %reldir%/paths.h

@@ -27,6 +27,7 @@
 #include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/reaper.h"
 #include "common/system.h"
 #include "common/util.h"
 #include "controller/controller-backend.h"
@@ -275,68 +276,29 @@ int backend_launcher_hello_check(struct backend_instance *bi, json_t *info,
 }
 
 /* Launchers that were let go of and have not exited yet: reaped when they do. */
-struct reaper {
-	struct reaper *next;
-	pid_t pid;
-	int pidfd;
-	struct event_source *src;
-};
-
 static struct reaper *reapers;
-
-static void reaper_free(struct reaper *rp)
-{
-	for (struct reaper **p = &reapers; *p; p = &(*p)->next)
-		if (*p == rp) {
-			*p = rp->next;
-			break;
-		}
-	event_source_free(rp->src);
-	safe_close(rp->pidfd);
-	free(rp);
-}
-
-static int on_reap(struct event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct reaper *rp = userdata;
-
-	(void)waitpid(rp->pid, NULL, WNOHANG);
-	reaper_free(rp);
-	return 0;
-}
 
 void backend_launcher_reap_later(struct controller *c, struct ctl_launcher *l)
 {
 	pid_t pid = l ? ctl_launcher_take_child(l) : 0;
-	struct reaper *rp;
+	int pidfd;
 
 	/* Shutting down: whoever inherits it reaps it (it ends once its channel closes). */
 	if (pid <= 0 || waitpid(pid, NULL, WNOHANG) != 0 || c->exiting)
 		return;
-	rp = calloc(1, sizeof(*rp));
-	if (rp) {
-		rp->pid = pid;
-		rp->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	}
-	if (!rp || rp->pidfd < 0 ||
-	    event_add_io(c->loop, rp->pidfd, EPOLLIN, on_reap, rp, &rp->src) < 0) {
-		/* No way to be told: wait now. */
-		if (rp)
-			safe_close(rp->pidfd);
-		free(rp);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd >= 0 && reap_later(c->loop, &reapers, pidfd) >= 0)
 		return;
-	}
-	rp->next = reapers;
-	reapers = rp;
+	/* No way to be told: wait now. */
+	safe_close(pidfd);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 }
 
 void backend_launcher_reapers_free(void)
 {
 	/* At exit: those still running are reparented (and end with their channels). */
-	while (reapers)
-		reaper_free(reapers);
+	reapers_release(&reapers, 0);
 }
 
 /*

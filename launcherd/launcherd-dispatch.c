@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,11 +32,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/json-cleanup.h"
 #include "common/log.h"
+#include "common/reaper.h"
 #include "common/system.h"
 #include "common/util.h"
 #include "ipc/ipc-frame.h"
@@ -59,35 +58,6 @@ enum launcher_req {
 typedef int (*launcher_answer_fn)(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
 
 static int launcher_answer_hello(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
-/* An fd the plan uses that the receiver refused: the field that names it, and why. */
-static int check_screened(const struct screen_header *h, const struct plan *plan,
-			  struct field_error *fe)
-{
-	static const char *const stdio[] = { "stdin", "stdout", "stderr" };
-	char why[256];
-
-	for (size_t i = 0; i < ELEMENTSOF(stdio); i++)
-		if (plan->stdio[i] >= 0 && h->verdict[plan->stdio[i]] != SCREEN_OK)
-			return field_error_set(
-				fe, -EBADF, "plan.stdio", stdio[i], "fd %d: %s", plan->stdio[i],
-				screen_reason(h, (size_t)plan->stdio[i], why, sizeof(why)));
-	for (size_t i = 0; i < plan->n_mounts; i++) {
-		int k = plan->mounts[i].source;
-		char path[64];
-
-		if (plan->mounts[i].type != PLAN_MOUNT_BIND || h->verdict[k] == SCREEN_OK)
-			continue;
-		(void)snprintf(path, sizeof(path), "plan.mounts[%zu]", i);
-		return field_error_set(fe, -EBADF, path, "source", "fd %d: %s", k,
-				       screen_reason(h, (size_t)k, why, sizeof(why)));
-	}
-	if (plan->seccomp_program >= 0 && h->verdict[plan->seccomp_program] != SCREEN_OK)
-		return field_error_set(
-			fe, -EBADF, "plan.seccomp", "program", "fd %d: %s", plan->seccomp_program,
-			screen_reason(h, (size_t)plan->seccomp_program, why, sizeof(why)));
-	return 0;
-}
-
 static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
 static int launcher_answer_kill(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds);
 
@@ -296,6 +266,39 @@ static int check_ceilings(struct conn *c, int64_t seq, const struct plan *p)
 				       (unsigned long long)f->memory_max,
 				       (unsigned long long)memory);
 	return 1;
+}
+
+/* Refuse plan field path.key, which names fd k that the receiver refused: why, from its header. */
+static int refused(struct field_error *fe, const struct screen_header *h, int k, const char *path,
+		   const char *key)
+{
+	char why[256];
+
+	return field_error_set(fe, -EBADF, path, key, "fd %d: %s", k,
+			       screen_reason(h, (size_t)k, why, sizeof(why)));
+}
+
+/* An fd the plan uses that the receiver refused: the field that names it, and why. */
+static int check_screened(const struct screen_header *h, const struct plan *plan,
+			  struct field_error *fe)
+{
+	static const char *const stdio[] = { "stdin", "stdout", "stderr" };
+
+	for (size_t i = 0; i < ELEMENTSOF(stdio); i++)
+		if (plan->stdio[i] >= 0 && h->verdict[plan->stdio[i]] != SCREEN_OK)
+			return refused(fe, h, plan->stdio[i], "plan.stdio", stdio[i]);
+	for (size_t i = 0; i < plan->n_mounts; i++) {
+		int k = plan->mounts[i].source;
+		char path[64];
+
+		if (plan->mounts[i].type != PLAN_MOUNT_BIND || h->verdict[k] == SCREEN_OK)
+			continue;
+		(void)snprintf(path, sizeof(path), "plan.mounts[%zu]", i);
+		return refused(fe, h, k, path, "source");
+	}
+	if (plan->seccomp_program >= 0 && h->verdict[plan->seccomp_program] != SCREEN_OK)
+		return refused(fe, h, plan->seccomp_program, "plan.seccomp", "program");
+	return 0;
 }
 
 static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *fds, size_t n_fds)
@@ -510,65 +513,23 @@ static int lookup_groups(struct conn *c)
 	return 0;
 }
 
-/* A receiver's pidfd, reaped once it has exited (it may first have to finish a close that
+/* Kill a receiver and reap it once it has exited (it may first have to finish a close that
  * waits on a file system: launcherd-screen.h). */
-struct reaper {
-	struct launcherd *d;
-	struct reaper *next;
-	int pidfd;
-	struct event_source *src;
-};
-
-static void reaper_free(struct reaper *r)
-{
-	for (struct reaper **p = &r->d->reapers; *p; p = &(*p)->next)
-		if (*p == r) {
-			*p = r->next;
-			break;
-		}
-	event_source_free(r->src);
-	safe_close(r->pidfd);
-	free(r);
-}
-
-static int on_receiver_exit(struct event_source *src, int fd, uint32_t revents, void *userdata)
-{
-	struct reaper *r = userdata;
-
-	(void)waitid(P_PIDFD, (id_t)r->pidfd, &(siginfo_t){ 0 }, WEXITED | WNOHANG);
-	reaper_free(r);
-	return 0;
-}
-
 static void receiver_stop(struct launcherd *d, int pidfd)
 {
-	struct reaper *r;
-
 	if (pidfd < 0)
 		return;
 	(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-	r = calloc(1, sizeof(*r));
-	if (r && event_add_io(d->loop, pidfd, EPOLLIN, on_receiver_exit, r, &r->src) >= 0) {
-		*r = (struct reaper){ .d = d, .next = d->reapers, .pidfd = pidfd, .src = r->src };
-		d->reapers = r;
-		return;
-	}
 	/* Cannot wait for it: a zombie until launcherd exits, rather than a blocked loop. */
-	free(r);
-	safe_close(pidfd);
+	if (reap_later(d->loop, &d->reapers, pidfd) < 0)
+		safe_close(pidfd);
 }
 
 void conn_receivers_release(struct launcherd *d)
 {
 	/* Reaped once gone (killed already: a moment at most), unless a close stalls one: then
 	 * it dies with us (its parent-death signal) and init reaps it. */
-	while (d->reapers) {
-		struct pollfd p = { .fd = d->reapers->pidfd, .events = POLLIN };
-
-		if (poll(&p, 1, 100) == 1)
-			(void)waitid(P_PIDFD, (id_t)p.fd, &(siginfo_t){ 0 }, WEXITED | WNOHANG);
-		reaper_free(d->reapers);
-	}
+	reapers_release(&d->reapers, 100);
 }
 
 static size_t conns_of(const struct launcherd *d, uid_t uid)

@@ -77,12 +77,13 @@ enum conn_state {
 struct conn {
 	struct launcherd *d;
 	struct conn *next;
-	int fd;			   /* the requester's socket: replies only, sent here */
-	int rfd;		   /* its messages, screened by the receiver (launcherd-screen.h) */
-	int receiver;		   /* the receiver's pidfd */
+	int fd;	      /* the requester's socket: replies only, sent here */
+	int rfd;      /* requests: the receiver's channel (privileged), else a dup of fd */
+	int receiver; /* privileged mode: the receiver's pidfd; else -1 */
 	struct event_source *src;  /* rfd: requests */
 	struct event_source *wsrc; /* fd: EPOLLOUT while replies wait */
-	struct screen_header screen; /* the current request's (which of its fds were refused) */
+	/* The current request's screen header (privileged mode; all accepted in user mode). */
+	struct screen_header screen;
 	enum conn_state state;
 	unsigned oneshot_seen; /* bit per LAUNCHER_REQ_* that may come once */
 	struct ucred peer;     /* SO_PEERCRED: the only identity launcherd trusts */
