@@ -77,7 +77,7 @@ unsigned long long apply_clone_flags(const struct apply_context *ctx)
 		f |= CLONE_NEWIPC;
 	/* No cgroup of its own to be moved into first: the cgroup namespace right away, rooted
 	 * where it stays (launcherd's cgroup), instead of an unshare() at the cgroup step. */
-	if (ctx->cgroup_go_fd < 0)
+	if (ctx->cgroup_go_fd < 0 && ctx->cgroup_procs[0] < 0 && ctx->cgroup_procs[1] < 0)
 		f |= CLONE_NEWCGROUP;
 	if (ctx->plan->network != PLAN_NETWORK_HOST && ctx->netns_fd < 0)
 		f |= CLONE_NEWNET;
@@ -90,9 +90,8 @@ unsigned long long apply_clone_flags(const struct apply_context *ctx)
 	return f;
 }
 
-/* Report (step, errno, index) to the parent and exit. The only way out of a failed set-up. */
-_noreturn_ static void fail(const struct apply_context *ctx, enum apply_step step, int error,
-			    int index)
+/* Report (step, errno, index) on the status pipe at fd and exit. */
+_noreturn_ static void fail_at(int fd, enum apply_step step, int error, int index)
 {
 	struct apply_status st = {
 		.step = (int32_t)step,
@@ -100,8 +99,15 @@ _noreturn_ static void fail(const struct apply_context *ctx, enum apply_step ste
 		.index = index,
 	};
 
-	(void)!write(ctx->status_fd, &st, sizeof(st));
+	(void)!write(fd, &st, sizeof(st));
 	_exit(APPLY_EXIT_SETUP_FAILED);
+}
+
+/* Report (step, errno, index) to the parent and exit. The only way out of a failed set-up. */
+_noreturn_ static void fail(const struct apply_context *ctx, enum apply_step step, int error,
+			    int index)
+{
+	fail_at(ctx->status_fd, step, error, index);
 }
 
 /* Write text to file in the /proc/self/ that self_dir is (an O_PATH fd). */
@@ -199,6 +205,40 @@ static int place_stdio(const struct apply_context *ctx)
 }
 
 /*
+ * The light spawn: the fds the init expects (sandbox-init.h), not close-on-exec; everything
+ * else at 3 and above is (place_stdio()). ruleset may be -1 (none), as may the trace. Returns
+ * the init's memfd at its new number (the old one may be a target); a failure is reported and
+ * ends us, to the status pipe wherever it is at that moment.
+ */
+static int place_init_fds(const struct apply_context *ctx, int ruleset)
+{
+	const int from[] = { ctx->status_fd, ctx->report_fd, ctx->config_fd, ruleset,
+			     launcherd_trace_fd };
+	const int above = SANDBOX_INIT_FD_STATUS + (int)ELEMENTSOF(from);
+	int src[ELEMENTSOF(from)], init_fd;
+
+	/* Copies above the targets first, so that placing one cannot clobber another. */
+	init_fd = fcntl(ctx->init_fd, F_DUPFD_CLOEXEC, above);
+	if (init_fd < 0)
+		fail(ctx, STEP_FDS, errno, -1);
+	for (size_t i = 0; i < ELEMENTSOF(from); i++) {
+		src[i] = from[i] < 0 ? -1 : fcntl(from[i], F_DUPFD_CLOEXEC, above);
+		if (from[i] >= 0 && src[i] < 0)
+			fail(ctx, STEP_FDS, errno, -1);
+	}
+	/* The status pipe first: from here on it is at SANDBOX_INIT_FD_STATUS. */
+	for (size_t i = 0; i < ELEMENTSOF(from); i++) {
+		int to = SANDBOX_INIT_FD_STATUS + (int)i;
+
+		if (src[i] < 0)
+			(void)close(to); /* absent: the init finds nothing there */
+		else if (dup2(src[i], to) < 0)
+			fail_at(i == 0 ? src[0] : SANDBOX_INIT_FD_STATUS, STEP_FDS, errno, -1);
+	}
+	return init_fd;
+}
+
+/*
  * We were cloned with every fd launcherd had open: its sockets, other sandboxes' pidfds and
  * pipes, the namespaces of its pool. Close-on-exec would shed them at the command's execve,
  * but the init never execs, and a namespace whose last reference went with one of our copies
@@ -206,7 +246,7 @@ static int place_stdio(const struct apply_context *ctx)
  */
 static void close_launcherd_fds(const struct apply_context *ctx)
 {
-	int keep[IPC_MAX_FDS + PLAN_MOUNTS_MAX + 12];
+	int keep[IPC_MAX_FDS + PLAN_MOUNTS_MAX + 16];
 	size_t n = 0;
 
 	for (size_t i = 0; i < ctx->n_fds && i < IPC_MAX_FDS; i++)
@@ -221,6 +261,10 @@ static void close_launcherd_fds(const struct apply_context *ctx)
 	keep[n++] = ctx->report_fd;
 	keep[n++] = ctx->proxy_sock;
 	keep[n++] = ctx->cgroup_go_fd;
+	keep[n++] = ctx->cgroup_procs[0];
+	keep[n++] = ctx->cgroup_procs[1];
+	keep[n++] = ctx->init_fd;
+	keep[n++] = ctx->config_fd;
 	keep[n++] = launcherd_trace_fd;
 	close_all_but(keep, n);
 }
@@ -365,11 +409,25 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
  *                 unreaped. Forked last (vfork: nothing of launcherd's memory is copied), so
  *                 the command and we share every restriction above.
  *  exec           the status pipe closes (EOF = success); a failure reports errno.
+ *
+ * The light spawn (launcherd-light.h: we share launcherd's memory, and must leave it) differs
+ * from landlock on: the ruleset is built here, as the user, but the restriction and both
+ * seccomp filters are the first things cordon-sandbox-init does (sandbox-init.c), which we exec
+ * from launcherd's memfd right after cwd, its fds placed as sandbox-init.h says. It is then the
+ * init above, and the same order holds for the command: every restriction before its exec.
+ * (Why not restrict first and exec the init after: a plan's filter may deny execveat.) Until
+ * that exec every signal stays blocked, and nothing here allocates or takes a lock (the child
+ * could be killed, as the requester, at any point).
  */
+int launcherd_apply_light(void *ctx)
+{
+	launcherd_apply(ctx);
+}
+
 _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 {
 	const struct plan *plan = ctx->plan;
-	int root_fd = -1, self_dir = -1, step = STEP_MOUNT_PRIVATE, index = -1, r;
+	int root_fd = -1, self_dir = -1, ruleset = -1, step = STEP_MOUNT_PRIVATE, index = -1, r;
 	sigset_t none;
 
 	launcherd_trace(ctx->id, "child");
@@ -450,9 +508,16 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 		if (n != 1)
 			fail(ctx, STEP_CGROUP, n < 0 ? errno : EIO, -1);
 		(void)close(ctx->cgroup_go_fd);
-		if (unshare(CLONE_NEWCGROUP) < 0)
-			fail(ctx, STEP_CGROUP, errno, -1);
 	}
+	/* light: launcherd made it before the clone; we move ourselves in ("0" is the writer) */
+	for (size_t i = 0; i < ELEMENTSOF(ctx->cgroup_procs); i++)
+		if (ctx->cgroup_procs[i] >= 0) {
+			if (write(ctx->cgroup_procs[i], "0", 1) != 1)
+				fail(ctx, STEP_CGROUP, errno, -1);
+			(void)close(ctx->cgroup_procs[i]);
+		}
+	if (!(apply_clone_flags(ctx) & CLONE_NEWCGROUP) && unshare(CLONE_NEWCGROUP) < 0)
+		fail(ctx, STEP_CGROUP, errno, -1);
 
 	launcherd_trace(ctx->id, "cgroup");
 
@@ -460,12 +525,16 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	if (sethostname(plan->hostname, strlen(plan->hostname)) < 0)
 		fail(ctx, STEP_HOSTNAME, errno, -1);
 
-	/* session */
+	/* session; light: every signal stays blocked, through the init's exec to the command's
+	 * (sandbox-init.c) */
 	if (setpgid(0, 0) < 0)
 		fail(ctx, STEP_SESSION, errno, -1);
 	sigemptyset(&none);
+	if (ctx->init_fd >= 0)
+		sigfillset(&none);
 	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
 		fail(ctx, STEP_SESSION, errno, -1);
+	sigemptyset(&none);
 
 	/* userns, late: everything above needed launcherd's own user namespace, which owns our
 	 * mount, pid, network, IPC, UTS and cgroup namespaces; from here on we hold capabilities
@@ -500,13 +569,15 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	launcherd_trace(ctx->id, "session-rlimit");
 
 	/* identity */
-	if (!ctx->userns && setgroups(ctx->n_groups, ctx->groups) < 0)
+	/* The raw calls: glibc's wrappers would, in a process it believes threaded, have every
+	 * thread switch too — launcherd's own, with the light spawn's shared memory. */
+	if (!ctx->userns && syscall(SYS_setgroups, ctx->n_groups, ctx->groups) < 0)
 		fail(ctx, STEP_IDENTITY, errno, -1);
 	if (prctl(PR_SET_SECUREBITS, SANDBOX_SECUREBITS, 0, 0, 0) < 0)
 		fail(ctx, STEP_IDENTITY, errno, -1);
-	if (setresgid(ctx->gid, ctx->gid, ctx->gid) < 0)
+	if (syscall(SYS_setresgid, ctx->gid, ctx->gid, ctx->gid) < 0)
 		fail(ctx, STEP_IDENTITY, errno, -1);
-	if (setresuid(ctx->uid, ctx->uid, ctx->uid) < 0)
+	if (syscall(SYS_setresuid, ctx->uid, ctx->uid, ctx->uid) < 0)
 		fail(ctx, STEP_IDENTITY, errno, -1);
 	/* The uid switch cleared any parent-death signal; set it now. If launcherd dies, its
 	 * sandboxes die with it rather than run unsupervised. */
@@ -528,24 +599,27 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 
 	launcherd_trace(ctx->id, "no-new-privs");
 
-	/* landlock */
-	r = landlock_apply(plan, ctx->landlock_abi, &index);
+	/* landlock; light: the ruleset is built here, the init restricts itself to it */
+	if (ctx->init_fd >= 0)
+		r = landlock_prepare(plan, ctx->landlock_abi, &index, &ruleset);
+	else
+		r = landlock_apply(plan, ctx->landlock_abi, &index);
 	if (r < 0)
 		fail(ctx, STEP_LANDLOCK, r, index);
 
-	launcherd_trace(ctx->id, "landlock");
-
-	/* seccomp */
-	r = seccomp_program_load(ctx->floor);
-	if (r < 0)
-		fail(ctx, STEP_SECCOMP, r, -1);
-	if (ctx->plan_filter) {
-		r = seccomp_program_load(ctx->plan_filter);
+	/* seccomp; light: loaded by the init, from the config pipe */
+	if (ctx->init_fd < 0) {
+		launcherd_trace(ctx->id, "landlock");
+		r = seccomp_program_load(ctx->floor);
 		if (r < 0)
-			fail(ctx, STEP_SECCOMP, r, 0);
+			fail(ctx, STEP_SECCOMP, r, -1);
+		if (ctx->plan_filter) {
+			r = seccomp_program_load(ctx->plan_filter);
+			if (r < 0)
+				fail(ctx, STEP_SECCOMP, r, 0);
+		}
+		launcherd_trace(ctx->id, "seccomp");
 	}
-
-	launcherd_trace(ctx->id, "seccomp");
 
 	/* fds */
 	r = place_stdio(ctx);
@@ -557,6 +631,14 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 		fail(ctx, STEP_CWD, errno, -1);
 
 	launcherd_trace(ctx->id, "fds-cwd");
+
+	/* light: the init's fds (ours may be renumbered: from here on, failures go to the status
+	 * pipe's new number), then the init, which leaves launcherd's memory and lets it go on */
+	if (ctx->init_fd >= 0) {
+		r = place_init_fds(ctx, ruleset);
+		(void)syscall(SYS_execveat, r, "", plan->argv, plan->envp, AT_EMPTY_PATH);
+		fail_at(SANDBOX_INIT_FD_STATUS, STEP_EXEC, errno, -1);
+	}
 
 	/* init, exec */
 	{

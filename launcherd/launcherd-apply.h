@@ -13,57 +13,9 @@
 #include "launcherd/launcherd-cgroup.h"
 #include "launcherd/launcherd-plan.h"
 #include "launcherd/launcherd-seccomp.h"
-
-/* Set-up steps, in the order they run; names are API (docs/PROTOCOL.md §1.2, error "step"). */
-enum apply_step {
-	STEP_CLONE,
-	STEP_USERNS_MAP,
-	STEP_MOUNT_PRIVATE,
-	STEP_ROOT,
-	STEP_MOUNT,
-	STEP_PIVOT_ROOT,
-	STEP_NETWORK,
-	STEP_CGROUP,
-	STEP_HOSTNAME,
-	STEP_SESSION,
-	STEP_RLIMIT,
-	STEP_IDENTITY,
-	STEP_CAPABILITIES,
-	STEP_NO_NEW_PRIVS,
-	STEP_LANDLOCK,
-	STEP_SECCOMP,
-	STEP_FDS,
-	STEP_CWD,
-	STEP_EXEC,
-	_STEP_MAX,
-};
+#include "launcherd/sandbox-init.h"
 
 const char *apply_step_to_string(enum apply_step s);
-
-/*
- * What the child writes to the status pipe when a step fails; nothing is written on success and
- * the pipe (close-on-exec) reaches EOF at exec. index names the mount (STEP_MOUNT), Landlock rule
- * (STEP_LANDLOCK) or rlimit (STEP_RLIMIT) concerned, else -1.
- */
-struct apply_status {
-	int32_t step;
-	int32_t error; /* positive errno */
-	int32_t index;
-};
-
-/*
- * What the sandbox's init writes to the report pipe once the command has ended: its raw wait
- * status, and whether the init was then alone in the pid namespace (no other process left, so
- * nothing of the sandbox can run any more and launcherd may report the exit before the init
- * itself is gone).
- */
-struct apply_report {
-	int32_t status;
-	int32_t alone;
-};
-
-/* Exit code of a child whose set-up failed (the status pipe says why). */
-#define APPLY_EXIT_SETUP_FAILED 125
 
 /*
  * Everything the child needs, prepared by the parent before clone. The child reads it from its
@@ -82,6 +34,10 @@ struct apply_context {
 	int status_fd;	/* write end of the status pipe (close-on-exec) */
 	int report_fd;	/* write end of the report pipe: the command's wait status (init) */
 	int proxy_sock; /* network "proxy": where the listener goes back to launcherd, else -1 */
+	/* The light spawn (launcherd-light.h), else both -1: the sandbox init's memfd, and the
+	 * read end of the pipe launcherd wrote its struct sandbox_init_config and filters to. */
+	int init_fd;
+	int config_fd;
 
 	bool userns; /* user mode: the sandbox runs in a new user namespace */
 	/* ... unshared at the userns step, after everything that needs launcherd's own user
@@ -97,7 +53,10 @@ struct apply_context {
 	 * capabilities step reads nothing of it, one prctl() per capability. */
 	bool bset_empty;
 
-	int cgroup_go_fd;     /* with a cgroup: one byte once launcherd moved us into it, else -1 */
+	int cgroup_go_fd; /* with a cgroup: one byte once launcherd moved us into it, else -1 */
+	/* ... or, the light spawn, its cgroup.procs files (v1: pids, memory), each or -1: we move
+	 * ourselves in */
+	int cgroup_procs[2];
 	uint64_t nproc_limit; /* user mode without a cgroup: RLIMIT_NPROC in the new user ns */
 	int landlock_abi;
 	const struct seccomp_program *floor;
@@ -119,3 +78,5 @@ unsigned long long apply_clone_flags(const struct apply_context *ctx);
 
 /* Child side: apply the plan and exec. Never returns. */
 _noreturn_ void launcherd_apply(const struct apply_context *ctx);
+/* The same as a clone() fn, for the light spawn. */
+int launcherd_apply_light(void *ctx);

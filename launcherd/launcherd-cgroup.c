@@ -203,21 +203,28 @@ static int create_one(const char *base, const char *id, char **ret_path, int *re
 
 /* Move pid into the cgroup (its limits are in place already), and keep its events file open
  * for the exit report. */
-static int attach(int dir, pid_t pid, const char *events, int *ret_events_fd)
+static int attach(int dir, pid_t pid, const char *events, int *ret_events_fd, int *ret_procs)
 {
 	char v[16];
 	int r;
 
-	(void)snprintf(v, sizeof(v), "%d", (int)pid);
-	r = write_string_at(dir, "cgroup.procs", v);
-	if (r < 0)
-		return r;
+	if (pid == 0) {
+		*ret_procs = openat(dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		if (*ret_procs < 0)
+			return -errno;
+	} else {
+		(void)snprintf(v, sizeof(v), "%d", (int)pid);
+		r = write_string_at(dir, "cgroup.procs", v);
+		if (r < 0)
+			return r;
+	}
 	*ret_events_fd = openat(dir, events, O_RDONLY | O_CLOEXEC);
 	return *ret_events_fd < 0 ? -errno : 0;
 }
 
 int sandbox_cgroup_create(const struct cgroup_setup *s, const char *id, uint64_t pids_max,
-			  uint64_t memory_max, pid_t pid, struct sandbox_cgroup *cg)
+			  uint64_t memory_max, pid_t pid, struct sandbox_cgroup *cg,
+			  int ret_procs[2])
 {
 	_cleanup_close_ int dir = -1, pids = -1, mem = -1; /* v2; v1 */
 	int r;
@@ -236,7 +243,7 @@ int sandbox_cgroup_create(const struct cgroup_setup *s, const char *id, uint64_t
 			/* No swap: the limit is on memory, not on what can be pushed out. */
 			(void)write_string_at(dir, "memory.swap.max", "0");
 		}
-		r = attach(dir, pid, "pids.events", &cg->events_fds[0]);
+		r = attach(dir, pid, "pids.events", &cg->events_fds[0], &ret_procs[0]);
 		if (r < 0)
 			return r;
 		cg->events_fds[1] = openat(dir, "memory.events", O_RDONLY | O_CLOEXEC);
@@ -249,7 +256,7 @@ int sandbox_cgroup_create(const struct cgroup_setup *s, const char *id, uint64_t
 			r = write_u64_at(pids, "pids.max", pids_max);
 			if (r < 0)
 				return r;
-			r = attach(pids, pid, "pids.events", &cg->events_fds[0]);
+			r = attach(pids, pid, "pids.events", &cg->events_fds[0], &ret_procs[0]);
 			if (r < 0)
 				return r;
 		}
@@ -262,7 +269,8 @@ int sandbox_cgroup_create(const struct cgroup_setup *s, const char *id, uint64_t
 				r = write_u64_at(mem, "memory.memsw.limit_in_bytes", memory_max);
 			if (r < 0)
 				return r;
-			r = attach(mem, pid, "memory.oom_control", &cg->events_fds[1]);
+			r = attach(mem, pid, "memory.oom_control", &cg->events_fds[1],
+				   &ret_procs[1]);
 			if (r < 0)
 				return r;
 		}

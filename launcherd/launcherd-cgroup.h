@@ -4,8 +4,9 @@
  * subtree with the pids and memory controllers enabled, else the v1 pids and memory hierarchies
  * (v1/v2 hybrid hosts). Created by the parent right after clone, while the child builds its
  * mount tree, which moves the child in and then lets it go on (the child waits for that before
- * it unshares its cgroup namespace, long before anything in it can fork); removed after the
- * sandbox's init is reaped.
+ * it unshares its cgroup namespace, long before anything in it can fork) — or, for the light
+ * spawn, before the clone, the child moving itself in; removed after the sandbox's init is
+ * reaped.
  */
 #pragma once
 
@@ -41,9 +42,12 @@ void cgroup_setup_done(struct cgroup_setup *s);
 const char *cgroup_kind_to_string(enum cgroup_kind k);
 
 void sandbox_cgroup_init(struct sandbox_cgroup *cg);
-/* Create the sandbox's cgroup(s) named id with the limits (0 = none) and move pid into them. */
+/* Create the sandbox's cgroup(s) named id with the limits (0 = none) and move pid into them;
+ * pid 0 (the light spawn, before the clone): instead open each one's cgroup.procs for writing,
+ * into ret_procs ({ -1, -1 } else), for the child to move itself in by writing "0". */
 int sandbox_cgroup_create(const struct cgroup_setup *s, const char *id, uint64_t pids_max,
-			  uint64_t memory_max, pid_t pid, struct sandbox_cgroup *cg);
+			  uint64_t memory_max, pid_t pid, struct sandbox_cgroup *cg,
+			  int ret_procs[2]);
 /* Which limits were hit during the run. */
 void sandbox_cgroup_limits_hit(const struct sandbox_cgroup *cg, bool *ret_pids, bool *ret_oom);
 /* Kill every process in the cgroup (v2 cgroup.kill; v1 relies on the pid namespace). */

@@ -370,7 +370,7 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 		r = -ENOMEM;
 		goto internal;
 	}
-	r = sandbox_start(c, seq, plan, fds, n_fds, &filter, unenforced, &step);
+	r = sandbox_start(c, seq, &plan, fds, n_fds, &filter, unenforced, &step);
 	if (r == -ENOMEM || r == -EMFILE || r == -ENFILE)
 		goto internal;
 	if (r < 0) {

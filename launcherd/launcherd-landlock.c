@@ -134,7 +134,7 @@ static int add_port_rules(int ruleset, const uint16_t *ports, size_t n, uint64_t
 	return 0;
 }
 
-int landlock_apply(const struct plan *plan, int abi, int *ret_index)
+int landlock_prepare(const struct plan *plan, int abi, int *ret_index, int *ret_ruleset)
 {
 	struct cordon_landlock_ruleset_attr attr = { 0 };
 	_cleanup_close_ int ruleset = -1;
@@ -142,6 +142,7 @@ int landlock_apply(const struct plan *plan, int abi, int *ret_index)
 	int r;
 
 	*ret_index = -1;
+	*ret_ruleset = -1;
 	if (!plan->has_landlock)
 		return 0;
 	if (abi < 1)
@@ -206,6 +207,17 @@ int landlock_apply(const struct plan *plan, int abi, int *ret_index)
 			return r;
 	}
 
+	*ret_ruleset = TAKE_FD(ruleset);
+	return 0;
+}
+
+int landlock_apply(const struct plan *plan, int abi, int *ret_index)
+{
+	_cleanup_close_ int ruleset = -1;
+	int r = landlock_prepare(plan, abi, ret_index, &ruleset);
+
+	if (r < 0 || ruleset < 0)
+		return r;
 	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
 		return -errno;
 	return 0;

@@ -63,3 +63,6 @@ int landlock_unenforced(const struct plan *plan, int abi, json_t *arr);
  * -EOPNOTSUPP when a required right or scope is beyond the kernel's ABI.
  */
 int landlock_apply(const struct plan *plan, int abi, int *ret_index);
+/* landlock_apply() but the restriction: the ruleset, in *ret_ruleset (close-on-exec), to
+ * restrict to later; -1 when there is nothing to restrict. */
+int landlock_prepare(const struct plan *plan, int abi, int *ret_index, int *ret_ruleset);

@@ -36,6 +36,7 @@
 #include "launcherd/launcherd-apply.h"
 #include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-mount.h"
+#include "launcherd/launcherd-mountinfo.h"
 #include "launcherd/launcherd-trace.h"
 #include "launcherd/launcherd.h"
 
@@ -444,6 +445,15 @@ int main(int argc, char **argv)
 		if (r < 0)
 			log_warning_errno(r, "no /dev template (%m): each sandbox builds its own");
 	}
+	light_setup(&d->light);
+	if (d->light.off)
+		log_info("light spawn off: %s; each sandbox's init is a copy of launcherd",
+			 d->light.off);
+	if (d->mode == LAUNCHERD_PRIVILEGED && d->light.init_fd >= 0) {
+		r = mount_table_open(&d->mounts);
+		if (r < 0)
+			log_warning_errno(r, "cannot read our mount table (%m): no light spawn");
+	}
 	if (d->landlock_abi < 1)
 		log_warning("this kernel has no Landlock: plans that require it will fail. "
 			    "Hint: CONFIG_SECURITY_LANDLOCK=y and lsm=...,landlock");
@@ -499,6 +509,8 @@ int main(int argc, char **argv)
 	r = event_loop_run(d->loop);
 	conn_receivers_release(d);
 	netns_pool_stop(&d->netns_pool);
+	mount_table_free(d->mounts);
+	light_done(&d->light);
 	event_source_free(listen_src);
 	event_source_free(sig_src);
 	safe_close(sfd);

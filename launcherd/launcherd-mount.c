@@ -274,8 +274,8 @@ int mount_dev_clone(int dev_template)
 	return t < 0 ? -errno : t;
 }
 
-int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_template, int *tree_fds,
-			int *ret_index)
+int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_template, bool shallow,
+			int *tree_fds, int *ret_index)
 {
 	for (size_t i = 0; i < plan->n_mounts; i++) {
 		const struct plan_mount *m = &plan->mounts[i];
@@ -290,7 +290,8 @@ int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_templat
 		if (m->type != PLAN_MOUNT_BIND)
 			continue;
 		t = open_tree(fds[m->source], "",
-			      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+			      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+				      (shallow ? 0 : AT_RECURSIVE));
 		if (t < 0) {
 			/* EPERM: no CAP_SYS_ADMIN here (user mode). EINVAL: the source lies in
 			 * another mount namespace. Both: the child falls back. */

@@ -15,10 +15,12 @@
  * (open_tree(OPEN_TREE_CLONE|AT_RECURSIVE)) and set its flags (read-only, nosuid, nodev).
  * tree_fds[i] is -1 for non-bind entries and where this is not possible (no CAP_SYS_ADMIN over
  * our mount namespace — user mode — or a source outside our mount namespace); the child then
- * falls back (see mount_build_root()). Returns -errno and *ret_index only for hard errors.
+ * falls back (see mount_build_root()). shallow: each clone is of the source's mount alone, not
+ * what is mounted beneath it (the light spawn, when the caller found nothing there). Returns
+ * -errno and *ret_index only for hard errors.
  */
-int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_template, int *tree_fds,
-			int *ret_index);
+int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_template, bool shallow,
+			int *tree_fds, int *ret_index);
 
 /* The fixed part of a "dev" mount as a detached, read-only tree (see launcherd-mount.c). With
  * CAP_SYS_ADMIN, launcherd makes it once at start: mount_prepare_binds() then puts a clone of it

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,7 +38,9 @@
 #include "ipc/ipc-fdpass.h"
 #include "launcherd/launcherd-apply.h"
 #include "launcherd/launcherd-landlock.h"
+#include "launcherd/launcherd-light.h"
 #include "launcherd/launcherd-mount.h"
+#include "launcherd/launcherd-mountinfo.h"
 #include "launcherd/launcherd-plan.h"
 #include "launcherd/launcherd-trace.h"
 #include "launcherd/launcherd.h"
@@ -467,9 +470,73 @@ static int sandbox_netns(struct launcherd *d, const struct plan *plan, uid_t uid
 }
 
 /* The user's supplementary groups are looked up once per connection (launcherd-dispatch.c). */
-int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds, size_t n_fds,
+/*
+ * Whether this spawn may be light (launcherd-light.h): the set-up child shares our memory and
+ * we wait for it, so every path it looks up must be answered without anyone else's help. In
+ * privileged mode that holds when each bind source is on a local file system (the screen's
+ * list) with nothing mounted at or beneath it: a clone of its mount alone then is all the child
+ * can reach there, and the rest of the tree is ours (tmpfs, proc, the /dev template). A mount
+ * made meanwhile is not in that clone, so no race lets one in. User mode serves its own user
+ * only: a stall there would be self-inflicted, as it is in the other path.
+ */
+static bool light_wanted(struct launcherd *d, const struct plan *plan, const int *fds)
+{
+	if (d->light.init_fd < 0)
+		return false;
+	if (d->mode == LAUNCHERD_USER)
+		return true;
+	if (!d->mounts)
+		return false;
+	for (size_t i = 0; i < plan->n_mounts; i++) {
+		const char *fstype;
+
+		if (plan->mounts[i].type == PLAN_MOUNT_BIND &&
+		    (mount_table_query(d->mounts, fds[plan->mounts[i].source], &fstype) != 0 ||
+		     !screen_fs_ok(fstype)))
+			return false;
+	}
+	return true;
+}
+
+/* The light spawn's config (sandbox-init.h) in a pipe, whole, before the clone: the init reads
+ * it once it runs, and we never wait for it. *ret_fd: the read end. -EAGAIN when it does not
+ * fit (a user over its pipe quota gets small pipes): spawn the other way. */
+static int light_config(const struct seccomp_program *floor, const struct seccomp_program *filter,
+			const char *id, int *ret_fd)
+{
+	struct sandbox_init_config cfg = {
+		.magic = SANDBOX_INIT_MAGIC,
+		.n_floor = (uint32_t)floor->len,
+		.n_plan = filter ? (uint32_t)filter->len : 0,
+	};
+	struct iovec iov[] = {
+		{ &cfg, sizeof(cfg) },
+		{ floor->insns, floor->len * sizeof(floor->insns[0]) },
+		{ filter ? filter->insns : NULL,
+		  filter ? filter->len * sizeof(filter->insns[0]) : 0 },
+	};
+	size_t want = iov[0].iov_len + iov[1].iov_len + iov[2].iov_len;
+	int p[2];
+	ssize_t n;
+
+	(void)snprintf(cfg.id, sizeof(cfg.id), "%s", id);
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	n = writev(p[1], iov, ELEMENTSOF(iov));
+	safe_close(p[1]);
+	if (n < 0 || (size_t)n != want) {
+		safe_close(p[0]);
+		return n < 0 && errno != EAGAIN ? -errno : -EAGAIN;
+	}
+	*ret_fd = p[0];
+	return 0;
+}
+
+int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *fds, size_t n_fds,
 		  struct seccomp_program *plan_filter, json_t *unenforced, const char **reterr_step)
 {
+	struct plan *plan = *planp;
+	struct light_slot *slot = NULL;
 	struct launcherd *d = c->d;
 	_cleanup_free_ struct sandbox *s = NULL;
 	_cleanup_free_ int *tree_fds = NULL;
@@ -477,9 +544,10 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	struct clone_args args;
 	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, proxy_sv[2] = { -1, -1 },
 	    cgroup_go[2] = { -1, -1 }, pidfd = -1, index = -1, netns_fd = -1, mntns_fd = -1,
-	    ipcns_fd = -1, r;
+	    ipcns_fd = -1, config_fd = -1, cgroup_procs[2] = { -1, -1 }, r;
 	bool netns_borrowed = false,
-	     cgroup = (plan->pids_max || plan->memory_max) && d->cgroup.kind != CGROUP_NONE;
+	     cgroup = (plan->pids_max || plan->memory_max) && d->cgroup.kind != CGROUP_NONE, light;
+	const struct seccomp_program *floor, *filter = plan_filter->insns ? plan_filter : NULL;
 	long pid;
 
 	*reterr_step = apply_step_to_string(STEP_CLONE);
@@ -503,7 +571,11 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	launcherd_trace(s->id, "start");
 
 	*reterr_step = apply_step_to_string(STEP_MOUNT);
-	r = mount_prepare_binds(plan, fds, d->dev_template, tree_fds, &index);
+	if (light_wanted(d, plan, fds))
+		slot = light_slot_get(&d->light);
+	light = slot;
+	r = mount_prepare_binds(plan, fds, d->dev_template,
+				light && d->mode == LAUNCHERD_PRIVILEGED, tree_fds, &index);
 	if (r < 0)
 		goto fail;
 	/* User mode: /dev from the pool's helper, which has a template (we have none). */
@@ -514,8 +586,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		}
 
 	*reterr_step = apply_step_to_string(STEP_CLONE);
-	if (pipe2(status, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0 ||
-	    (cgroup && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cgroup_go) < 0)) {
+	if (pipe2(status, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0) {
 		r = -errno;
 		goto fail;
 	}
@@ -529,7 +600,37 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	mntns_fd = netns_pool_take_mnt(&d->netns_pool); /* each -1 when there is none */
 	ipcns_fd = netns_pool_take_ipc(&d->netns_pool);
 
-	launcherd_trace(s->id, "prepared");
+	/* "none": no socket but AF_UNIX, whichever namespace it sits in. */
+	floor = &d->floors[plan->seccomp_kill][plan->network == PLAN_NETWORK_NONE];
+	/* Light only if the child has nothing to do in our mount namespace (privileged: every
+	 * bind cloned here, the root from the pool) nor with libnl (lo of a new netns). */
+	for (size_t i = 0; light && i < plan->n_mounts; i++)
+		if (plan->mounts[i].type == PLAN_MOUNT_BIND && tree_fds[i] < 0 &&
+		    d->mode == LAUNCHERD_PRIVILEGED)
+			light = false;
+	if (light && ((d->mode == LAUNCHERD_PRIVILEGED && mntns_fd < 0) ||
+		      (plan->network != PLAN_NETWORK_HOST && netns_fd < 0)))
+		light = false;
+	if (light && light_config(floor, filter, s->id, &config_fd) < 0)
+		light = false;
+
+	/* The cgroup: made after the clone while the child mounts, which waits for our word on
+	 * cgroup_go; light, now, and the child moves itself in. */
+	if (cgroup && !light &&
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cgroup_go) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (light && cgroup) {
+		*reterr_step = apply_step_to_string(STEP_CGROUP);
+		r = sandbox_cgroup_create(&d->cgroup, s->id, plan->pids_max, plan->memory_max, 0,
+					  &s->cgroup, cgroup_procs);
+		if (r < 0)
+			goto fail;
+		*reterr_step = apply_step_to_string(STEP_CLONE);
+	}
+
+	launcherd_trace(s->id, light ? "prepared-light" : "prepared");
 	ctx = (struct apply_context){
 		.plan = plan,
 		.id = s->id,
@@ -552,11 +653,13 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		/* Privileged mode only: no new user namespace, launcherd's empty bounding set. */
 		.bset_empty = d->bset_empty,
 		.cgroup_go_fd = cgroup_go[0],
+		.cgroup_procs = { cgroup_procs[0], cgroup_procs[1] },
 		.nproc_limit = d->cgroup.kind == CGROUP_NONE ? plan->pids_max : 0,
 		.landlock_abi = d->landlock_abi,
-		/* "none": no socket but AF_UNIX, whichever namespace it sits in. */
-		.floor = &d->floors[plan->seccomp_kill][plan->network == PLAN_NETWORK_NONE],
-		.plan_filter = plan_filter->insns ? plan_filter : NULL,
+		.floor = floor,
+		.plan_filter = filter,
+		.init_fd = light ? d->light.init_fd : -1,
+		.config_fd = config_fd,
 	};
 	args = (struct clone_args){
 		.flags = apply_clone_flags(&ctx) | CLONE_PIDFD,
@@ -564,12 +667,24 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 		.exit_signal = SIGCHLD,
 	};
 	/* Why this is safe: the child runs only launcherd_apply(), which ends in execve() or
-	 * _exit(); it holds our fds only until exec (all close-on-exec). */
-	pid = syscall(SYS_clone3, &args, sizeof(args));
-	if (pid == 0)
-		launcherd_apply(&ctx);
+	 * _exit(); it holds our fds only until exec (all close-on-exec). A light child shares our
+	 * memory meanwhile, but reads only the slot's copies (launcherd-light.h). */
+	if (light) {
+		pid = light_clone(slot, args.flags & ~(unsigned long long)CLONE_PIDFD, &ctx, plan,
+				  &pidfd);
+		if (pid > 0)
+			*planp = NULL; /* the slot's until the child has left our memory */
+	} else {
+		pid = syscall(SYS_clone3, &args, sizeof(args));
+		if (pid == 0)
+			launcherd_apply(&ctx);
+		if (pid < 0)
+			pid = -errno;
+	}
+	config_fd = safe_close(config_fd);
+	close_many(cgroup_procs, 2);
 	if (pid < 0) {
-		r = -errno;
+		r = (int)pid;
 		goto fail;
 	}
 
@@ -598,9 +713,9 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	 * meanwhile has closed its end (EPIPE, no SIGPIPE on a socket): its status record says
 	 * why. On failure the child is killed, and its status pipe's EOF reports the cgroup step
 	 * (status_resolve()). */
-	if (cgroup) {
+	if (cgroup && !light) {
 		r = sandbox_cgroup_create(&d->cgroup, s->id, plan->pids_max, plan->memory_max,
-					  s->pid, &s->cgroup);
+					  s->pid, &s->cgroup, (int[2]){ -1, -1 });
 		if (r >= 0 && send(cgroup_go[1], "g", 1, MSG_NOSIGNAL) != 1 && errno != EPIPE &&
 		    errno != ECONNRESET)
 			r = -errno;
@@ -643,6 +758,8 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds
 	return 0;
 
 fail:
+	safe_close(config_fd);
+	close_many(cgroup_procs, 2);
 	if (!netns_borrowed)
 		safe_close(netns_fd);
 	safe_close(mntns_fd);

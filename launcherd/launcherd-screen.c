@@ -42,7 +42,7 @@
 DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose)
 
 /* File systems whose close and release never wait on another process or a remote server. */
-static bool screen_fs_ok(const char *type)
+bool screen_fs_ok(const char *type)
 {
 	static const char *const local[] = {
 		"tmpfs",  "ramfs",   "hugetlbfs", "devtmpfs", "ext2",	 "ext3",       "ext4",

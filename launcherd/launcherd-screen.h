@@ -25,6 +25,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -55,6 +56,10 @@ struct screen_header {
 /* Why fd i of the message was refused, for an error message ("a file on a \"fuse\" file
  * system, …"). */
 const char *screen_reason(const struct screen_header *h, size_t i, char *buf, size_t size);
+
+/* Whether a file system of this type (mountinfo's name) is on the list above: local, its close
+ * and its lookups never wait on another process or a remote server. */
+bool screen_fs_ok(const char *type);
 
 /* Screen one fd without blocking; SCREEN_OK or why not (fstype filled for SCREEN_FS). */
 enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX]);

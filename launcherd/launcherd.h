@@ -16,6 +16,7 @@
 #include "common/event.h"
 #include "launcherd/launcherd-cgroup.h"
 #include "launcherd/launcherd-floor.h"
+#include "launcherd/launcherd-light.h"
 #include "launcherd/launcherd-net.h"
 #include "launcherd/launcherd-screen.h"
 #include "launcherd/launcherd-seccomp.h"
@@ -60,6 +61,10 @@ struct launcherd {
 	 * itself), which owns every namespace it and its pool make; each sandbox unshares a
 	 * nested one of its own late in its set-up (launcherd-apply.c). */
 	bool own_userns;
+	/* The light spawn (launcherd-light.h), and in privileged mode the mount table it consults
+	 * for bind sources (launcherd-mountinfo.h; NULL: every spawn takes the other path). */
+	struct light light;
+	struct mount_table *mounts;
 
 	struct conn *conns;
 	struct reaper *reapers; /* closed connections' receivers not reaped yet */
@@ -118,9 +123,9 @@ struct plan;
  * the caller. On success the reply (spawned or error) is sent later, when the child's status
  * pipe resolves. Errors before clone are answered by the caller from *reterr_step/-errno.
  * unenforced (optional rules the kernel cannot enforce) goes into "spawned"; a reference is
- * taken.
+ * taken. The plan stays the caller's, unless this sets *plan to NULL (a light spawn took it).
  */
-int sandbox_start(struct conn *c, int64_t seq, struct plan *plan, const int *fds, size_t n_fds,
+int sandbox_start(struct conn *c, int64_t seq, struct plan **plan, const int *fds, size_t n_fds,
 		  struct seccomp_program *plan_filter, json_t *unenforced,
 		  const char **reterr_step);
 struct sandbox *sandbox_find(struct launcherd *d, const char *id, uid_t uid);

@@ -54,6 +54,18 @@ tests_unit_test_ipc_peer_SOURCES = %reldir%/unit/test-ipc-peer.c
 tests_unit_test_ipc_peer_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_ipc_peer_CFLAGS = $(TEST_UNIT_CFLAGS)
 
+## launcherd's mount table, with launcherd/launcherd-mountinfo.c built in (launcherd has no
+## library). Root only (mounts in a private mount namespace); the allocators and pread() are
+## wrapped to show that an answer from an unchanged table allocates and reads nothing.
+check_PROGRAMS += tests/unit/test-launcherd-mountinfo
+TESTS += tests/unit/test-launcherd-mountinfo
+tests_unit_test_launcherd_mountinfo_SOURCES = %reldir%/unit/test-launcherd-mountinfo.c \
+	launcherd/launcherd-mountinfo.c launcherd/launcherd-mountinfo.h
+tests_unit_test_launcherd_mountinfo_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_launcherd_mountinfo_CFLAGS = $(TEST_UNIT_CFLAGS)
+tests_unit_test_launcherd_mountinfo_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=malloc \
+	-Wl,--wrap=calloc -Wl,--wrap=realloc -Wl,--wrap=reallocarray -Wl,--wrap=pread
+
 ## Fuzz targets: each defines LLVMFuzzerTestOneInput. In make check, fuzz-main.c replays the
 ## corpus under tests/fuzz/corpus/<target>/ as TAP; with --enable-fuzzing, libFuzzer campaigns.
 fuzz_targets = \
