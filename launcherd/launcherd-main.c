@@ -88,6 +88,26 @@ static void refuse_setuid(void)
 		    (unsigned)ruid, (unsigned)euid);
 }
 
+/*
+ * fs.suid_dumpable = 1 (the kernel's "debug" setting, documented as insecure) leaves every
+ * process that switches its uid ptrace-able by the uid it switched to. A sandbox's set-up
+ * switches to the requester's uid while it still holds capabilities (they go at the next step),
+ * and in a light spawn while it shares our memory: a requester who attached then would have
+ * root. Privileged mode refuses to run so; 0 and 2 leave such a process to CAP_SYS_PTRACE.
+ */
+static void refuse_suid_dumpable_debug(void)
+{
+	char v[8] = "";
+	int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, v, sizeof(v) - 1) : -1;
+
+	safe_close(fd);
+	if (n > 0 && v[0] == '1')
+		die("refusing to start in privileged mode: fs.suid_dumpable is 1, so a requester "
+		    "could ptrace its sandbox's set-up while it switches to the requester's uid "
+		    "and still holds capabilities. Hint: sysctl fs.suid_dumpable=0 (or 2)");
+}
+
 static bool cap_held(cap_t caps, cap_value_t c)
 {
 	cap_flag_value_t v = CAP_CLEAR;
@@ -417,6 +437,7 @@ int main(int argc, char **argv)
 	 * hierarchy roots are 0555), so it runs before the capability set is narrowed. */
 	cgroup_setup_probe(&d->cgroup);
 	if (d->mode == LAUNCHERD_PRIVILEGED) {
+		refuse_suid_dumpable_debug();
 		restrict_own_capabilities();
 		d->bset_empty = bounding_set_empty();
 	} else {

@@ -4,7 +4,7 @@
 # plans, per-user ceilings; and the setuid refusal.
 . "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
 ld_require_root
-plan 17
+plan 19
 
 # --- setuid refusal -------------------------------------------------------------------------
 cp "$LAUNCHERD" "$T/suid-launcherd"
@@ -14,6 +14,32 @@ rc=$?
 check "installed setuid: refuses to start with a clear message" \
 	test "$rc" = 1 -a "$(grep -c 'refusing to run setuid' "$T/suid.out")" = 1
 check "…before creating its socket" test ! -e "$T/suid.sock"
+
+# --- fs.suid_dumpable = 1: a uid-switching set-up would be ptrace-able by the requester ---------
+# A global setting: restored on every way out, and the old value put back right after the run.
+old_dumpable=$(cat /proc/sys/fs/suid_dumpable)
+trap 'echo "$old_dumpable" >/proc/sys/fs/suid_dumpable; ld_cleanup' EXIT
+echo 1 >/proc/sys/fs/suid_dumpable
+"$LAUNCHERD" --mode=privileged --socket "$T/dump.sock" --floor "$T/floor.json" >"$T/dump.out" 2>&1 &
+p=$!
+sleep 0.3
+kill $p 2>/dev/null
+wait $p
+rc=$?
+echo "$old_dumpable" >/proc/sys/fs/suid_dumpable
+check "privileged with fs.suid_dumpable=1: refuses to start, naming the setting" \
+	test "$rc" = 1 -a "$(grep -c 'fs.suid_dumpable is 1' "$T/dump.out")" = 1
+echo 2 >/proc/sys/fs/suid_dumpable
+"$LAUNCHERD" --mode=privileged --socket "$T/dump.sock" --floor "$T/floor.json" >"$T/dump.out" 2>&1 &
+p=$!
+sleep 0.3
+kill -0 $p 2>/dev/null
+rc=$?
+kill $p 2>/dev/null
+wait $p
+echo "$old_dumpable" >/proc/sys/fs/suid_dumpable
+check "…and starts with fs.suid_dumpable=2" test "$rc" = 0
+trap ld_cleanup EXIT
 
 # --- floor file checks ----------------------------------------------------------------------
 try_floor() {
