@@ -636,7 +636,7 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	 * pipe's new number), then the init, which leaves launcherd's memory and lets it go on */
 	if (ctx->init_fd >= 0) {
 		r = place_init_fds(ctx, ruleset);
-		(void)syscall(SYS_execveat, r, "", plan->argv, plan->envp, AT_EMPTY_PATH);
+		(void)syscall(SYS_execveat, r, "", ctx->init_argv, plan->envp, AT_EMPTY_PATH);
 		fail_at(SANDBOX_INIT_FD_STATUS, STEP_EXEC, errno, -1);
 	}
 

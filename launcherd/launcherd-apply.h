@@ -38,6 +38,7 @@ struct apply_context {
 	 * read end of the pipe launcherd wrote its struct sandbox_init_config and filters to. */
 	int init_fd;
 	int config_fd;
+	char *const *init_argv; /* its argv (sandbox-init.h), NULL off the light path */
 
 	bool userns; /* user mode: the sandbox runs in a new user namespace */
 	/* ... unshared at the userns step, after everything that needs launcherd's own user

@@ -174,9 +174,12 @@ void light_setup(struct light *l)
 	}
 	fd = init_memfd();
 	if (fd < 0) {
-		l->off = fd == -EOPNOTSUPP ? "no sandbox init for this architecture"
-			 : fd == -ENOEXEC  ? "the kernel does not exec a memfd (vm.memfd_noexec?)"
-					   : "cannot make the sandbox init's memfd";
+		l->off =
+			fd == -EOPNOTSUPP ? "no sandbox init for this architecture"
+			: fd == -EACCES || fd == -ENOEXEC
+				? "executable memfds are refused here. Hint: sysctl vm.memfd_noexec "
+				  "(2 refuses them; it is per pid namespace)"
+				: "cannot make the sandbox init's memfd";
 		return;
 	}
 	r = slots_setup(l);
@@ -195,9 +198,11 @@ static void slot_reclaim(struct light_slot *s)
 	free(s->fds);
 	free(s->tree_fds);
 	free(s->groups);
+	free(s->init_argv);
 	s->plan = NULL;
 	s->fds = s->tree_fds = NULL;
 	s->groups = NULL;
+	s->init_argv = NULL;
 	s->owned = false;
 }
 
@@ -240,13 +245,21 @@ static void *memdup_array(const void *p, size_t n, size_t size)
 pid_t light_clone(struct light_slot *s, unsigned long long flags, const struct apply_context *ctx,
 		  struct plan *plan, int *ret_pidfd)
 {
+	size_t argc = 0;
 	int pidfd = -1;
 	pid_t pid;
 
+	while (plan->argv[argc])
+		argc++;
+	s->init_argv = reallocarray(NULL, argc + 2, sizeof(char *));
+	if (s->init_argv) {
+		s->init_argv[0] = (char *)"cordon-init";
+		memcpy(s->init_argv + 1, plan->argv, (argc + 1) * sizeof(char *));
+	}
 	s->fds = memdup_array(ctx->fds, ctx->n_fds, sizeof(int));
 	s->tree_fds = memdup_array(ctx->tree_fds, plan->n_mounts, sizeof(int));
 	s->groups = memdup_array(ctx->groups, ctx->n_groups, sizeof(gid_t));
-	if (!s->fds || !s->tree_fds || !s->groups) {
+	if (!s->init_argv || !s->fds || !s->tree_fds || !s->groups) {
 		slot_reclaim(s);
 		return -ENOMEM;
 	}
@@ -255,6 +268,7 @@ pid_t light_clone(struct light_slot *s, unsigned long long flags, const struct a
 	s->ctx.fds = s->fds;
 	s->ctx.tree_fds = s->tree_fds;
 	s->ctx.groups = s->groups;
+	s->ctx.init_argv = s->init_argv;
 	(void)snprintf(s->id, sizeof(s->id), "%s", ctx->id);
 	s->ctx.id = s->id;
 	/* Loaded by the init from the config pipe, never read by the child. */

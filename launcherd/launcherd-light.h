@@ -43,6 +43,7 @@ struct light_slot {
 	struct plan *plan;
 	int *fds, *tree_fds;
 	gid_t *groups;
+	char **init_argv; /* "cordon-init", then the plan's argv (its strings are the plan's) */
 	char id[32];
 };
 

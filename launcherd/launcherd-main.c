@@ -93,7 +93,7 @@ static void refuse_setuid(void)
  * process that switches its uid ptrace-able by the uid it switched to. A sandbox's set-up
  * switches to the requester's uid while it still holds capabilities (they go at the next step),
  * and in a light spawn while it shares our memory: a requester who attached then would have
- * root. Privileged mode refuses to run so; 0 and 2 leave such a process to CAP_SYS_PTRACE.
+ * root. Privileged mode refuses to run so; with 0 or 2 only the ptrace capability reaches it.
  */
 static void refuse_suid_dumpable_debug(void)
 {

@@ -381,10 +381,12 @@ int mount_table_query(struct mount_table *t, int fd, const char **ret_fstype)
 	if (len == 1)
 		return 1; /* "/" is a mount point, and every other one lies beneath it */
 
-	/* A mount on the object itself. */
-	i = lower_bound(t, 0, path);
-	if (i < t->n_points && strcmp(t->points[i].path, path) == 0)
-		return 1;
+	/* A mount on the object itself: one on top of it, not the fd's own (the fd may be the root
+	 * of its mount: a partition, a tmpfs). */
+	for (i = lower_bound(t, 0, path); i < t->n_points && strcmp(t->points[i].path, path) == 0;
+	     i++)
+		if (t->points[i].id != own->id)
+			return 1;
 	/* A mount beneath it: the paths starting with path + "/" sort together, from here. */
 	path[len] = '/';
 	path[len + 1] = '\0';

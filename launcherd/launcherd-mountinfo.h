@@ -30,7 +30,8 @@ int mount_table_open(struct mount_table **ret);
 void mount_table_free(struct mount_table *t);
 
 /*
- * 1 when some mount's mount point is the fd's path or lies beneath it ("/" always: it is one),
+ * 1 when some mount other than the fd's own has its mount point at the fd's path or beneath it
+ * ("/" always), so that a clone of the fd's mount alone would lack it,
  * 0 when none is, -errno when that cannot be said: -EBADF (not an open fd), -ENOENT (its
  * object was deleted), -EINVAL (no absolute path: a pipe, a socket, ...), -ENAMETOOLONG, -EXDEV
  * (the fd's mount is not in the table: another mount namespace, or detached), -ECHILD (called

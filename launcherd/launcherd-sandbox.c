@@ -472,7 +472,8 @@ static int sandbox_netns(struct launcherd *d, const struct plan *plan, uid_t uid
 /* The user's supplementary groups are looked up once per connection (launcherd-dispatch.c). */
 /*
  * Whether this spawn may be light (launcherd-light.h): the set-up child shares our memory and
- * we wait for it, so every path it looks up must be answered without anyone else's help. In
+ * holds a slot until it execs, so every path it looks up must be answered without anyone
+ * else's help. In
  * privileged mode that holds when each bind source is on a local file system (the screen's
  * list) with nothing mounted at or beneath it: a clone of its mount alone then is all the child
  * can reach there, and the rest of the tree is ours (tmpfs, proc, the /dev template). A mount

@@ -308,6 +308,7 @@ _noreturn_ void init_main(long *sp);
 
 _noreturn_ void init_main(long *sp)
 {
+	/* argv: "cordon-init", then the command's (sandbox-init.h) */
 	char **argv = (char **)(sp + 1), **envp = argv + sp[0] + 1;
 	struct sandbox_init_config cfg;
 	uint64_t all = ~0ULL, none = 0;
@@ -318,6 +319,8 @@ _noreturn_ void init_main(long *sp)
 
 	/* The config: the filters, which only launcherd's memory held. */
 	r = read_full(SANDBOX_INIT_FD_CONFIG, &cfg, sizeof(cfg));
+	if (sp[0] < 2)
+		fail(STEP_EXEC, EIO, -1);
 	if (r != (long)sizeof(cfg) || cfg.magic != SANDBOX_INIT_MAGIC || cfg.n_floor == 0 ||
 	    cfg.n_floor > BPF_MAXINSNS || cfg.n_plan > BPF_MAXINSNS)
 		fail(STEP_SECCOMP, r < 0 ? r : EIO, -1);
@@ -367,7 +370,7 @@ _noreturn_ void init_main(long *sp)
 		trace("init-forked");
 		if (sc4(__NR_rt_sigprocmask, SIG_SETMASK, &none, 0, sizeof(none)) < 0)
 			fail(STEP_EXEC, EIO, -1);
-		fail(STEP_EXEC, exec_command(argv, envp), -1);
+		fail(STEP_EXEC, exec_command(argv + 1, envp), -1);
 	}
 	if (child < 0)
 		fail(STEP_EXEC, child, -1);

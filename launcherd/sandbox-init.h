@@ -4,12 +4,13 @@
  * share: the set-up steps, the records on the status and report pipes, and how the child hands
  * the init its work. Included by freestanding code: <stdint.h> only.
  *
- * The light spawn (docs/ARCHITECTURE.md, "What a spawn costs"): launcherd clones the child with
- * CLONE_VM | CLONE_VFORK, so nothing of its address space is copied; the child builds the
- * sandbox as usual up to and including its working directory, then execs the init from a sealed
- * memfd launcherd made at start, which leaves launcherd's memory at once. The init, a few pages
- * of static code with no libc, restricts itself with the Landlock ruleset and the seccomp
- * filters it is handed, runs the command as its child and reports its end. The fds it finds:
+ * The light spawn (launcherd-light.h): launcherd clones the child with CLONE_VM, so nothing of
+ * its address space is copied; the child builds the sandbox as usual up to and including its
+ * working directory, then execs the init from a sealed memfd launcherd made at start, which
+ * leaves launcherd's memory. The init, a few pages of static code with no libc, restricts
+ * itself with the Landlock ruleset and the seccomp filters it is handed, runs the command as
+ * its child and reports its end. Its argv is "cordon-init" followed by the command's argv, its
+ * environment the command's. The fds it finds:
  */
 #pragma once
 

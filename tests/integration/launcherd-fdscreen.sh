@@ -29,14 +29,7 @@ fs_cleanup() {
 		wait "$FS_PID" 2>/dev/null
 	fi
 	umount -l "$MNT" 2>/dev/null
-	for p in $BG_PIDS; do
-		for _ in $(seq 1 50); do
-			kill -0 "$p" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -9 "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
+	ld_reap_bg $BG_PIDS
 	ld_cleanup
 }
 trap fs_cleanup EXIT

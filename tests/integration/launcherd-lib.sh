@@ -41,6 +41,19 @@ ld_require_root() {
 	done
 }
 
+# ld_reap_bg PID...: give each background process we started 5 s to end, then SIGKILL it;
+# reap it either way.
+ld_reap_bg() {
+	for p in "$@"; do
+		for _ in $(seq 1 50); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+}
+
 T=$(mktemp -d /tmp/cordon-ld-test.XXXXXX)
 chmod 1777 "$T"
 LD_PID=

@@ -22,6 +22,7 @@ launcherd_integration_tests = \
 	tests/integration/launcherd-usermode.sh \
 	tests/integration/launcherd-netnone.sh \
 	tests/integration/launcherd-fdscreen.sh \
+	tests/integration/launcherd-light.sh \
 	tests/integration/launcherd-cgroup2.sh
 TESTS += $(launcherd_integration_tests)
 EXTRA_DIST += $(launcherd_integration_tests) tests/integration/launcherd-lib.sh \
