@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,10 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "common/cleanup.h"
 #include "common/system.h"
@@ -33,14 +38,12 @@ static const unsigned char init_blob[] = {
 #include "launcherd/sandbox-init-blob.h"
 };
 
-/* The set-up runs on it: mount, Landlock and path buffers on the stack, no deep recursion. */
-#define LIGHT_STACK_SIZE (128U * 1024U)
-#define DORMANT_STACK_SIZE (64U * 1024U)
-
-static size_t page_size(void)
-{
-	return (size_t)sysconf(_SC_PAGESIZE);
-}
+/* Each dormant thread's stack: its own few frames at the top (DORMANT_RESERVE), and below them
+ * the set-up child's (mount, Landlock and path buffers, no deep recursion). The child runs on
+ * the stack of the thread whose TLS it has, so that to everything that keeps per-thread
+ * accounts of stacks (AddressSanitizer) it is that thread. */
+#define DORMANT_STACK_SIZE (256U * 1024U)
+#define DORMANT_RESERVE (32U * 1024U)
 
 static int init_memfd(void)
 {
@@ -106,11 +109,32 @@ static void *thread_pointer(void)
 	return p;
 }
 
-/* A dormant thread: hands over its thread pointer, then blocks for good (every signal is
- * blocked: it was created so). Its thread-local storage is a light child's from then on. */
+struct dormant_start {
+	void *tls;
+	char *stack_lo, *stack_top; /* the child's part of our stack, below our own frames */
+};
+
+/* A dormant thread: hands over its thread pointer and where the lower part of its stack
+ * starts, then blocks for good (every signal is blocked: it was created so). Its thread-local
+ * storage and that part of its stack are a light child's from then on. */
 static void *dormant(void *arg)
 {
-	__atomic_store_n((void **)arg, thread_pointer(), __ATOMIC_RELEASE);
+	struct dormant_start *st = arg;
+	pthread_attr_t attr;
+	size_t size = 0;
+	void *lo = NULL;
+
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &lo, &size) != 0 || size < 2 * DORMANT_RESERVE)
+			lo = NULL;
+		(void)pthread_attr_destroy(&attr);
+	}
+	/* Well below this frame, 16-byte aligned. */
+	st->stack_lo = lo;
+	st->stack_top =
+		lo ? (char *)((uintptr_t)((char *)lo + size - DORMANT_RESERVE) & ~(uintptr_t)15)
+		   : NULL;
+	__atomic_store_n(&st->tls, lo ? thread_pointer() : (void *)-1, __ATOMIC_RELEASE);
 	for (;;)
 		(void)pause();
 	return NULL;
@@ -118,7 +142,6 @@ static void *dormant(void *arg)
 
 static int slots_setup(struct light *l)
 {
-	size_t page = page_size();
 	pthread_attr_t attr;
 	sigset_t all, old;
 	int r = 0;
@@ -131,31 +154,22 @@ static int slots_setup(struct light *l)
 	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (size_t i = 0; i < LIGHT_SLOTS; i++) {
 		struct light_slot *s = &l->slots[i];
-		void *tls = NULL;
+		struct dormant_start st = { 0 };
 		pthread_t t;
-		char *stack;
 
-		/* A guard page below: an overflow faults instead of writing into our heap. */
-		stack = mmap(NULL, LIGHT_STACK_SIZE + page, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-		if (stack == MAP_FAILED) {
-			r = -errno;
+		/* (glibc puts a guard page below the stack: an overflow faults.) */
+		r = -pthread_create(&t, &attr, dormant, &st);
+		if (r < 0)
 			break;
-		}
-		if (mprotect(stack, page, PROT_NONE) < 0) {
-			r = -errno;
-			(void)munmap(stack, LIGHT_STACK_SIZE + page);
-			break;
-		}
-		r = -pthread_create(&t, &attr, dormant, &tls);
-		if (r < 0) {
-			(void)munmap(stack, LIGHT_STACK_SIZE + page);
-			break;
-		}
-		while (!__atomic_load_n(&tls, __ATOMIC_ACQUIRE))
+		while (!__atomic_load_n(&st.tls, __ATOMIC_ACQUIRE))
 			sched_yield();
-		s->stack = stack + page;
-		s->tls = tls;
+		if (st.tls == (void *)-1) {
+			r = -EINVAL; /* no stack to share: it stays dormant, unused */
+			break;
+		}
+		s->stack_lo = st.stack_lo;
+		s->stack_top = st.stack_top;
+		s->tls = st.tls;
 		l->n_slots++;
 	}
 	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -276,9 +290,15 @@ pid_t light_clone(struct light_slot *s, unsigned long long flags, const struct a
 	s->owned = true;
 	__atomic_store_n(&s->in_use, 1, __ATOMIC_RELEASE);
 
+#ifdef __SANITIZE_ADDRESS__
+	/* The last child here left by exec, its frames' redzones still marked in the shadow we
+	 * share with it. */
+	ASAN_UNPOISON_MEMORY_REGION(s->stack_lo,
+				    (size_t)((char *)s->stack_top - (char *)s->stack_lo));
+#endif
 	/* glibc's clone(): the child starts launcherd_apply_light() on the slot's stack and never
 	 * returns into our frames. With CLONE_PIDFD the pidfd is stored where parent_tid points. */
-	pid = clone(launcherd_apply_light, (char *)s->stack + LIGHT_STACK_SIZE,
+	pid = clone(launcherd_apply_light, s->stack_top,
 		    (int)(flags | CLONE_VM | CLONE_SETTLS | CLONE_PIDFD | CLONE_CHILD_CLEARTID |
 			  SIGCHLD),
 		    &s->ctx, &pidfd, s->tls, &s->in_use);

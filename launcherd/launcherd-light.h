@@ -6,10 +6,11 @@
  * the sandbox as the other path does, then execs the sandbox's init from the sealed memfd made
  * here, which leaves launcherd's memory. launcherd does not wait for it: each child runs in a
  * slot of its own, with
- *  - a stack of its own;
  *  - the thread-local storage (errno, above all) of a thread of launcherd's that does nothing
  *    else, ever (a "dormant" thread, blocked with every signal blocked), so that nothing the
- *    child's libc calls write there can reach launcherd's own thread;
+ *    child's libc calls write there can reach launcherd's own thread; and the lower part of
+ *    that thread's stack, so that the child is that thread to whatever keeps per-thread
+ *    accounts (AddressSanitizer);
  *  - its own copy of everything it reads (the context, the plan, the fd and group arrays),
  *    kept until the kernel says the child has left our memory (CLONE_CHILD_CLEARTID clears a
  *    word of the slot at its exec or exit): launcherd goes on meanwhile and frees what it likes.
@@ -35,11 +36,11 @@
 #define LIGHT_SLOTS 4
 
 struct light_slot {
-	void *stack;		  /* the usable part, above a guard page */
-	void *tls;		  /* the dormant thread's thread pointer (CLONE_SETTLS) */
-	uint32_t in_use;	  /* nonzero from the clone until the kernel clears it */
-	bool owned;		  /* what follows is the child's (in use, or not reclaimed yet) */
-	struct apply_context ctx; /* the child's, pointing into the copies below */
+	void *stack_lo, *stack_top; /* the child's stack: the dormant thread's, below its frames */
+	void *tls;		    /* the dormant thread's thread pointer (CLONE_SETTLS) */
+	uint32_t in_use;	    /* nonzero from the clone until the kernel clears it */
+	bool owned;		    /* what follows is the child's (in use, or not reclaimed yet) */
+	struct apply_context ctx;   /* the child's, pointing into the copies below */
 	struct plan *plan;
 	int *fds, *tree_fds;
 	gid_t *groups;
