@@ -14,11 +14,16 @@ abstract="cordon-test-$$"
 tcp_pid=$!
 "$HELPERS/probe" abstract-listen "$abstract" >"$T/abs.out" 2>&1 &
 abs_pid=$!
-sleep 0.2
 trap 'kill $tcp_pid $abs_pid 2>/dev/null; ld_cleanup' EXIT
-# Sanity: the host side really is reachable from outside a sandbox.
-"$HELPERS/probe" tcp $port >/dev/null || echo "Bail out! host TCP listener not reachable"
-"$HELPERS/probe" abstract "$abstract" >/dev/null || echo "Bail out! host abstract socket not reachable"
+# Sanity: the host side really is reachable from outside a sandbox (once the listeners are up:
+# on a loaded machine that can take a while).
+for what in "tcp $port" "abstract $abstract"; do
+	for _ in $(seq 1 100); do
+		"$HELPERS/probe" $what >/dev/null 2>&1 && break
+		sleep 0.05
+	done
+	"$HELPERS/probe" $what >/dev/null || echo "Bail out! host listener not reachable: $what"
+done
 
 host_pid=$$
 n_probes=26
