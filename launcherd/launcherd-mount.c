@@ -603,18 +603,20 @@ static int new_root_tmpfs(void)
 
 int mount_make_empty_root(bool seed)
 {
-	_cleanup_close_ int root = -1;
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	_cleanup_close_ int root = new_root_tmpfs();
 	int r;
 
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return -errno;
-	root = new_root_tmpfs();
 	if (root < 0)
 		return root;
-	if (move_mount(root, "", AT_FDCWD, ROOT_STAGING, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	if (!seed) /* a copy of the seed's namespace: private, its one mount read-only */
+		return move_mount(root, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) < 0 ? -errno
+											: 0;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    move_mount(root, "", AT_FDCWD, ROOT_STAGING, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return -errno;
 	r = mount_pivot_root(root);
-	if (r >= 0 && seed && mkdirat(root, ROOT_STAGING + 1, 0700) < 0)
+	if (r >= 0 && mount_setattr(root, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
 		r = -errno;
 	return r;
 }

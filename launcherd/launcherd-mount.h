@@ -40,13 +40,17 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, boo
 		     int mntns_fd, int *ret_step, int *ret_index, int *ret_root_fd);
 
 /*
- * The namespace pool's helper (launcherd-net.c), in a mount namespace it just unshared: make
- * the tree private, put a fresh tmpfs in its place with pivot_root and detach the rest, so that
- * the namespace holds nothing but an empty root. With mntns_fd (such a namespace), the child's
- * mount_build_root() does the bind fallbacks in launcherd's namespace, which it still shares
- * (clone without CLONE_NEWNS), then setns()es into it and builds on its root: no pivot_root.
- * seed: the root gets the directory a copy of this namespace needs to do the same (the helper
- * makes one seed, and every pooled namespace as a copy of it: see make_mntns()).
+ * The namespace pool's helper (launcherd-net.c), in a mount namespace it just unshared.
+ * seed (once, in a copy of launcherd's namespace): make the tree private, put a fresh tmpfs in
+ * its place with pivot_root, detach the rest and make that tmpfs read-only: the namespace
+ * holds one empty, read-only mount. Else (in a copy of the seed's): mount a fresh tmpfs over
+ * its root, which setns() into the namespace makes a process's root. With mntns_fd (such a
+ * namespace), the child's mount_build_root() does the bind fallbacks in launcherd's namespace,
+ * which it still shares (clone without CLONE_NEWNS), then setns()es into it and builds on that
+ * root: no pivot_root. (Mounting over the seed's copy instead of pivoting away from it and
+ * detaching it saves each pooled namespace an unmount and the expedited RCU grace period that
+ * comes with it. The empty read-only mount under the sandbox's root is outside that root: the
+ * sandbox can neither reach nor unmount it, and its mountinfo does not list it.)
  */
 int mount_make_empty_root(bool seed);
 

@@ -24,11 +24,11 @@
 
 /*
  * An empty mount namespace (MNTNS_POOL_SIZE): its fd, or -errno. We end up back in ours. Made
- * as a copy of seed, an empty one made once the same way from ours (seed -1: that one; its
- * root keeps a staging directory for the copies): a copy of the host's table would copy and
- * then unmount every mount of the host (21 on a small VM) per namespace, each freed after an
- * RCU grace period; the seed holds one mount. ns_dir: our /proc/self/ns, there being no /proc in
- * the copy.
+ * as a copy of seed, whose one mount is an empty read-only tmpfs made once from a copy of ours
+ * (seed -1: that one), with a fresh tmpfs mounted over it (mount_make_empty_root()): a copy of
+ * the host's table would copy and then unmount every mount of the host (21 on a small VM) per
+ * namespace, each freed after an RCU grace period. ns_dir: our /proc/self/ns, there being no
+ * /proc in the copy.
  */
 static int make_mntns(int own, int seed, int ns_dir)
 {
@@ -100,8 +100,9 @@ _noreturn_ static void netns_helper(int sock, bool dev)
 			continue;
 		}
 		if (c == 'm') {
-			/* Why this is safe: the namespace's one mount is a tmpfs made here, empty;
-			 * launcherd gives it to one sandbox, which builds its root in it. */
+			/* Why this is safe: the namespace's root is a tmpfs made here, empty, over
+			 * the seed's empty read-only one; launcherd gives it to one sandbox, which
+			 * builds its root in it. */
 			helper_answer(sock, 'm', 'M',
 				      seed_mnt >= 0 ? make_mntns(own_mnt, seed_mnt, ns_dir)
 						    : -EBADF);
