@@ -65,16 +65,17 @@ const char *apply_step_to_string(enum apply_step s)
 
 unsigned long long apply_clone_flags(const struct apply_context *ctx)
 {
-	unsigned long long f = CLONE_NEWPID | CLONE_NEWUTS;
+	/* IPC: a new namespace costs ≈ 25–30 µs here (an mqueue superblock, two sysctl tables);
+	 * one made ahead by the pool's helper saved that latency but cost the machine more in all
+	 * (its open, two messages, the setns: ≈ 7 % of a sandbox's CPU time, session 7). */
+	unsigned long long f = CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
 
-	/* A prepared mount namespace is entered at the root step instead, a prepared IPC
-	 * namespace first thing in the child. In user mode a copy of launcherd's (the host's,
-	 * as it is now) is made all the same: the bind sources are found again and proc is
-	 * made there, which only a namespace of launcherd's own user namespace allows. */
+	/* A prepared mount namespace is entered at the root step instead. In user mode a copy of
+	 * launcherd's (the host's, as it is now) is made all the same: the bind sources are found
+	 * again and proc is made there, which only a namespace of launcherd's own user namespace
+	 * allows. */
 	if (ctx->mntns_fd < 0 || ctx->userns_late)
 		f |= CLONE_NEWNS;
-	if (ctx->ipcns_fd < 0)
-		f |= CLONE_NEWIPC;
 	/* No cgroup of its own to be moved into first: the cgroup namespace right away, rooted
 	 * where it stays (launcherd's cgroup), instead of an unshare() at the cgroup step. */
 	if (ctx->cgroup_go_fd < 0 && ctx->cgroup_procs[0] < 0 && ctx->cgroup_procs[1] < 0)
@@ -256,7 +257,6 @@ static void close_launcherd_fds(const struct apply_context *ctx)
 	keep[n++] = ctx->devnull_fd;
 	keep[n++] = ctx->netns_fd;
 	keep[n++] = ctx->mntns_fd;
-	keep[n++] = ctx->ipcns_fd;
 	keep[n++] = ctx->status_fd;
 	keep[n++] = ctx->report_fd;
 	keep[n++] = ctx->proxy_sock;
@@ -358,9 +358,8 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
  *
  *  clone          (parent) new mount, pid, ipc, uts and — unless network is "host" — net
  *                 namespaces (or, in privileged mode, a fresh one from the pool, entered at
- *                 the network step; an empty mount namespace from the pool, entered at the
- *                 root step: until then we share launcherd's and change nothing in it; and a
- *                 fresh IPC namespace from the pool, entered first thing),
+ *                 the network step; and an empty mount namespace from the pool, entered at
+ *                 the root step: until then we share launcherd's and change nothing in it),
  *                 plus a user namespace in user mode. We are pid 1 of the new pid
  *                 namespace: when we die, the kernel kills every process left in it, which is
  *                 how a cancel takes the whole tree down.
@@ -433,13 +432,6 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	launcherd_trace(ctx->id, "child");
 	close_launcherd_fds(ctx);
 	umask(022);
-
-	/* clone, continued: the IPC namespace from the pool, fresh, never entered by another. */
-	if (ctx->ipcns_fd >= 0) {
-		if (setns(ctx->ipcns_fd, CLONE_NEWIPC) < 0)
-			fail(ctx, STEP_CLONE, errno, -1);
-		(void)close(ctx->ipcns_fd);
-	}
 
 	/* userns-map: made by the clone, mapped now; or (userns_late) made and mapped after
 	 * session, through this /proc/self/ of the host's proc. */

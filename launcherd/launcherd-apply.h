@@ -30,7 +30,6 @@ struct apply_context {
 	int devnull_fd; /* for stdio the plan leaves out */
 	int netns_fd;	/* a fresh netns from the pool (lo up), or -1: CLONE_NEWNET */
 	int mntns_fd;	/* an empty mount namespace from the pool, or -1: CLONE_NEWNS */
-	int ipcns_fd;	/* a fresh IPC namespace from the pool, or -1: CLONE_NEWIPC */
 	int status_fd;	/* write end of the status pipe (close-on-exec) */
 	int report_fd;	/* write end of the report pipe: the command's wait status (init) */
 	int proxy_sock; /* network "proxy": where the listener goes back to launcherd, else -1 */

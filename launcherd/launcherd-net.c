@@ -63,10 +63,10 @@ static void helper_answer(int sock, char yes, char no, int fd)
 
 /*
  * The helper: per request byte, a fresh netns ('w', answered 'n'), an empty mount namespace
- * ('m', answered 'm', or 'M' without an fd when that cannot be done), a fresh IPC namespace
- * ('i', answered 'i', or 'I' without an fd) or, with dev (user mode), a clone of its /dev
- * template ('d', answered 'd', or 'D' without an fd), sent back as an fd; or ('c', with an fd,
- * not answered) a namespace to let go of, so that its teardown runs here. Never returns.
+ * ('m', answered 'm', or 'M' without an fd when that cannot be done) or, with dev (user mode), a
+ * clone of its /dev template ('d', answered 'd', or 'D' without an fd), sent back as an fd; or
+ * ('c', with an fd, not answered) a namespace to let go of, so that its teardown runs here.
+ * Never returns.
  */
 _noreturn_ static void netns_helper(int sock, bool dev)
 {
@@ -113,14 +113,6 @@ _noreturn_ static void netns_helper(int sock, bool dev)
 				      dev_template < 0 ? -EBADF : mount_dev_clone(dev_template));
 			continue;
 		}
-		if (c == 'i') {
-			/* Why this is safe: the namespace is new and empty, and this process has no
-			 * IPC object to make in it; the next 'i' leaves it for another. */
-			if (unshare(CLONE_NEWIPC) == 0)
-				fd = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC);
-			helper_answer(sock, 'i', 'I', fd);
-			continue;
-		}
 		/* Why this is safe: the namespace is new and empty; this process only brings lo up
 		 * in it and passes it to launcherd, which gives it to one sandbox. */
 		if (unshare(CLONE_NEWNET) == 0 && net_loopback_up() >= 0)
@@ -130,7 +122,7 @@ _noreturn_ static void netns_helper(int sock, bool dev)
 }
 
 _Static_assert(NETNS_POOL_SIZE <= NS_SLOTS_MAX && MNTNS_POOL_SIZE <= NS_SLOTS_MAX &&
-		       IPCNS_POOL_SIZE <= NS_SLOTS_MAX && DEVTREE_POOL_SIZE <= NS_SLOTS_MAX,
+		       DEVTREE_POOL_SIZE <= NS_SLOTS_MAX,
 	       "struct ns_slots too small");
 
 static bool slots_request(struct netns_pool *p, struct ns_slots *sl, size_t size, char byte)
@@ -146,8 +138,7 @@ static bool slots_request(struct netns_pool *p, struct ns_slots *sl, size_t size
 static void pool_request(struct netns_pool *p)
 {
 	if (slots_request(p, &p->net, NETNS_POOL_SIZE, 'w') &&
-	    slots_request(p, &p->mnt, MNTNS_POOL_SIZE, 'm') &&
-	    slots_request(p, &p->ipc, IPCNS_POOL_SIZE, 'i'))
+	    slots_request(p, &p->mnt, MNTNS_POOL_SIZE, 'm'))
 		(void)slots_request(p, &p->dev, DEVTREE_POOL_SIZE, 'd');
 }
 
@@ -184,13 +175,9 @@ static int on_pool(struct event_source *s, int fd, uint32_t revents, void *userd
 	n = ipc_recv_with_fds(fd, &c, 1, nsfd, 1, &n_fds, MSG_DONTWAIT);
 	if (n == -EAGAIN)
 		return 0;
-	/* 'M' or 'I': cannot make them here (no CAP_SYS_CHROOT for mount namespaces?). */
+	/* 'M': cannot make them here (no CAP_SYS_CHROOT for mount namespaces?). */
 	if (n > 0 && (c == 'm' || c == 'M')) {
 		slots_receive(&p->mnt, MNTNS_POOL_SIZE, nsfd, n_fds, "mount");
-		return 0;
-	}
-	if (n > 0 && (c == 'i' || c == 'I')) {
-		slots_receive(&p->ipc, IPCNS_POOL_SIZE, nsfd, n_fds, "IPC");
 		return 0;
 	}
 	if (n > 0 && (c == 'd' || c == 'D')) {
@@ -213,11 +200,9 @@ int netns_pool_start(struct netns_pool *p, struct event_loop *loop, bool mntns, 
 	int sv[2], r;
 	pid_t pid;
 
-	*p = (struct netns_pool){ .sock = -1,
-				  .net.enabled = true,
-				  .mnt.enabled = mntns,
-				  .ipc.enabled = true,
-				  .dev.enabled = dev };
+	*p = (struct netns_pool){
+		.sock = -1, .net.enabled = true, .mnt.enabled = mntns, .dev.enabled = dev
+	};
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	pid = fork();
@@ -259,11 +244,6 @@ int netns_pool_take(struct netns_pool *p)
 int netns_pool_take_mnt(struct netns_pool *p)
 {
 	return pool_pop(p, p->mnt.fds, &p->mnt.n);
-}
-
-int netns_pool_take_ipc(struct netns_pool *p)
-{
-	return pool_pop(p, p->ipc.fds, &p->ipc.n);
 }
 
 int netns_pool_take_dev(struct netns_pool *p)
@@ -315,7 +295,6 @@ void netns_pool_stop(struct netns_pool *p)
 	p->sock = safe_close(p->sock);
 	slots_clear(&p->net);
 	slots_clear(&p->mnt);
-	slots_clear(&p->ipc);
 	slots_clear(&p->dev);
 	for (size_t i = 0; i < p->n_shared; i++)
 		safe_close(p->shared[i].fd);

@@ -63,13 +63,6 @@ struct netns_shared {
  */
 #define DEVTREE_POOL_SIZE 4
 
-/*
- * And fresh IPC namespaces (both modes): a new one costs ≈25–30 µs inside clone() (an
- * mqueue superblock and two sysctl tables), made here ahead of time instead. Each is handed to
- * exactly one sandbox, which setns()es into it: nothing else has ever been inside it.
- */
-#define IPCNS_POOL_SIZE 4
-
 /* Made-ahead namespaces of one kind, by the helper, as long as it can. */
 #define NS_SLOTS_MAX 4
 struct ns_slots {
@@ -84,7 +77,6 @@ struct netns_pool {
 	pid_t helper;
 	struct ns_slots net; /* NETNS_POOL_SIZE fresh network namespaces */
 	struct ns_slots mnt; /* MNTNS_POOL_SIZE of them, when the helper can */
-	struct ns_slots ipc; /* IPCNS_POOL_SIZE */
 	struct ns_slots dev; /* DEVTREE_POOL_SIZE /dev trees, in user mode */
 	struct event_source *src;
 	struct netns_shared shared[NETNS_SHARED_MAX];
@@ -97,8 +89,6 @@ struct netns_pool {
 int netns_pool_start(struct netns_pool *p, struct event_loop *loop, bool mntns, bool dev);
 /* An fd of an empty mount namespace (the caller owns it), or -1. Refills. */
 int netns_pool_take_mnt(struct netns_pool *p);
-/* An fd of a fresh IPC namespace (the caller owns it), or -1. Refills. */
-int netns_pool_take_ipc(struct netns_pool *p);
 /* A detached /dev tree, a clone of the helper's template (the caller owns it), or -1. Refills. */
 int netns_pool_take_dev(struct netns_pool *p);
 /*

@@ -545,7 +545,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	struct clone_args args;
 	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, proxy_sv[2] = { -1, -1 },
 	    cgroup_go[2] = { -1, -1 }, pidfd = -1, index = -1, netns_fd = -1, mntns_fd = -1,
-	    ipcns_fd = -1, config_fd = -1, cgroup_procs[2] = { -1, -1 }, r;
+	    config_fd = -1, cgroup_procs[2] = { -1, -1 }, r;
 	bool netns_borrowed = false,
 	     cgroup = (plan->pids_max || plan->memory_max) && d->cgroup.kind != CGROUP_NONE, light;
 	const struct seccomp_program *floor, *filter = plan_filter->insns ? plan_filter : NULL;
@@ -599,7 +599,6 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 
 	netns_fd = sandbox_netns(d, plan, c->peer.uid, &netns_borrowed);
 	mntns_fd = netns_pool_take_mnt(&d->netns_pool); /* each -1 when there is none */
-	ipcns_fd = netns_pool_take_ipc(&d->netns_pool);
 
 	/* "none": no socket but AF_UNIX, whichever namespace it sits in. */
 	floor = &d->floors[plan->seccomp_kill][plan->network == PLAN_NETWORK_NONE];
@@ -641,7 +640,6 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 		.devnull_fd = d->devnull_fd,
 		.netns_fd = netns_fd,
 		.mntns_fd = mntns_fd,
-		.ipcns_fd = ipcns_fd,
 		.status_fd = status[1],
 		.report_fd = report[1],
 		.proxy_sock = proxy_sv[1],
@@ -697,7 +695,6 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	cgroup_go[0] = safe_close(cgroup_go[0]);
 	if (!netns_borrowed)
 		netns_fd = safe_close(netns_fd);
-	ipcns_fd = safe_close(ipcns_fd);
 	s->mntns_fd = TAKE_FD(mntns_fd);
 	for (size_t i = 0; i < plan->n_mounts; i++)
 		safe_close(tree_fds[i]);
@@ -764,7 +761,6 @@ fail:
 	if (!netns_borrowed)
 		safe_close(netns_fd);
 	safe_close(mntns_fd);
-	safe_close(ipcns_fd);
 	safe_close(status[0]);
 	safe_close(status[1]);
 	safe_close(report[0]);

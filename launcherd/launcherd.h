@@ -54,7 +54,7 @@ struct launcherd {
 	/* The seccomp floor, compiled once at start (launcherd-seccomp.c): [kill][unix_only], the
 	 * latter for network "none". */
 	struct seccomp_program floors[2][2];
-	/* Network, IPC and empty mount namespaces made ahead (launcherd-net.c), the last with
+	/* Network and empty mount namespaces made ahead (launcherd-net.c), the last with
 	 * CAP_SYS_CHROOT (privileged mode) or in user mode; and in user mode /dev trees. */
 	struct netns_pool netns_pool;
 	/* User mode: launcherd entered a user namespace of its own at start (the user mapped to

@@ -268,13 +268,13 @@ cg_leaked_since() {
 	echo $n
 }
 
-# launcherd's open fds, less the prepared network, mount and IPC namespaces of its pool: the
+# launcherd's open fds, less the prepared network and mount namespaces of its pool: the
 # pool is refilled in the background, so those come and go by design and are not leaks.
 ld_fd_count() {
 	local f n=0
 	for f in /proc/$LD_PID/fd/*; do
 		case "$(readlink "$f" 2>/dev/null)" in
-		net:\[* | mnt:\[* | ipc:\[*) ;;
+		net:\[* | mnt:\[*) ;;
 		*) n=$((n + 1)) ;;
 		esac
 	done
