@@ -20,8 +20,17 @@ def controller_pid():
 
 
 def start_controller():
-    """Start the controller as the CLI does on demand (a no-op when it runs); its pid."""
-    subprocess.run([CORDON, "ps"], capture_output=True, check=True)
+    """Start the controller as the CLI does on demand (a no-op when it runs); its pid. When
+    that fails, the exception carries what the CLI said and the end of the controller's log."""
+    r = subprocess.run([CORDON, "ps"], capture_output=True, text=True)
+    if r.returncode != 0:
+        try:
+            with open(os.path.join(STATE, "controller.log"), errors="replace") as f:
+                log = "".join(f.readlines()[-30:])
+        except OSError as e:
+            log = "(no controller log: %s)" % e
+        raise RuntimeError("cordon ps exited %d: %s\ncontroller.log, last lines:\n%s"
+                           % (r.returncode, r.stderr.strip(), log))
     return controller_pid()
 
 
