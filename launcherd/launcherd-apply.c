@@ -414,9 +414,9 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
  * seccomp filters are the first things cordon-sandbox-init does (sandbox-init.c), which we exec
  * from launcherd's memfd right after cwd, its fds placed as sandbox-init.h says. It is then the
  * init above, and the same order holds for the command: every restriction before its exec.
- * (Why not restrict first and exec the init after: a plan's filter may deny execveat.) Until
- * that exec every signal stays blocked, and nothing here allocates or takes a lock (the child
- * could be killed, as the requester, at any point).
+ * (Why not restrict first and exec the init after: a plan's filter may deny execveat.) Nothing
+ * here allocates or takes a lock: the child could be killed, as the requester, at any point
+ * after its identity step.
  */
 int launcherd_apply_light(void *ctx)
 {
@@ -517,16 +517,12 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	if (sethostname(plan->hostname, strlen(plan->hostname)) < 0)
 		fail(ctx, STEP_HOSTNAME, errno, -1);
 
-	/* session; light: every signal stays blocked, through the init's exec to the command's
-	 * (sandbox-init.c) */
+	/* session (light: the init blocks every signal again before it forks the command) */
 	if (setpgid(0, 0) < 0)
 		fail(ctx, STEP_SESSION, errno, -1);
 	sigemptyset(&none);
-	if (ctx->init_fd >= 0)
-		sigfillset(&none);
 	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
 		fail(ctx, STEP_SESSION, errno, -1);
-	sigemptyset(&none);
 
 	/* userns, late: everything above needed launcherd's own user namespace, which owns our
 	 * mount, pid, network, IPC, UTS and cgroup namespaces; from here on we hold capabilities

@@ -469,16 +469,16 @@ static int sandbox_netns(struct launcherd *d, const struct plan *plan, uid_t uid
 	return netns_pool_take(&d->netns_pool);
 }
 
-/* The user's supplementary groups are looked up once per connection (launcherd-dispatch.c). */
 /*
  * Whether this spawn may be light (launcherd-light.h): the set-up child shares our memory and
  * holds a slot until it execs, so every path it looks up must be answered without anyone
- * else's help. In
- * privileged mode that holds when each bind source is on a local file system (the screen's
- * list) with nothing mounted at or beneath it: a clone of its mount alone then is all the child
- * can reach there, and the rest of the tree is ours (tmpfs, proc, the /dev template). A mount
- * made meanwhile is not in that clone, so no race lets one in. User mode serves its own user
- * only: a stall there would be self-inflicted, as it is in the other path.
+ * else's help. In privileged mode that holds when each bind source is on a local file system
+ * (the screen's list) with nothing mounted at or beneath it: a clone of its mount alone then
+ * is all the child can reach there, and the rest of the tree is ours (tmpfs, proc, the /dev
+ * template). A mount made meanwhile is not in that clone, so no race lets one in. (Should the
+ * spawn go the other way after all, those clones are as good: nothing was beneath them.) User
+ * mode serves its own user only: a stall there would be self-inflicted, as it is in the other
+ * path.
  */
 static bool light_wanted(struct launcherd *d, const struct plan *plan, const int *fds)
 {
@@ -533,6 +533,7 @@ static int light_config(const struct seccomp_program *floor, const struct seccom
 	return 0;
 }
 
+/* The user's supplementary groups are looked up once per connection (launcherd-dispatch.c). */
 int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *fds, size_t n_fds,
 		  struct seccomp_program *plan_filter, json_t *unenforced, const char **reterr_step)
 {

@@ -357,8 +357,8 @@ _noreturn_ void init_main(long *sp)
 	trace("seccomp");
 
 	/* exec: the status pipe closes at the command's execve (EOF = success); the report pipe
-	 * and the trace never reach the command. Every signal is blocked (the child blocked them
-	 * before exec'ing us) until the command unblocks them. */
+	 * and the trace never reach the command. Every signal is blocked from here on, until the
+	 * command unblocks them. */
 	for (int fd = SANDBOX_INIT_FD_STATUS; fd <= SANDBOX_INIT_FD_TRACE; fd++) {
 		r = sc3(__NR_fcntl, fd, F_SETFD, FD_CLOEXEC);
 		if (r < 0 && r != -EBADF)
