@@ -220,18 +220,21 @@ static void slot_reclaim(struct light_slot *s)
 	s->owned = false;
 }
 
+/* Reclaim the slot if its child has left our memory; whether it is free. */
+static bool slot_settle(struct light_slot *s)
+{
+	if (s->owned && __atomic_load_n(&s->in_use, __ATOMIC_ACQUIRE) == 0)
+		slot_reclaim(s);
+	return !s->owned;
+}
+
 struct light_slot *light_slot_get(struct light *l)
 {
 	struct light_slot *found = NULL;
 
-	for (size_t i = 0; i < l->n_slots; i++) {
-		struct light_slot *s = &l->slots[i];
-
-		if (s->owned && __atomic_load_n(&s->in_use, __ATOMIC_ACQUIRE) == 0)
-			slot_reclaim(s);
-		if (!s->owned && !found)
-			found = s;
-	}
+	for (size_t i = 0; i < l->n_slots; i++)
+		if (slot_settle(&l->slots[i]) && !found)
+			found = &l->slots[i];
 	return found;
 }
 
@@ -240,9 +243,7 @@ void light_done(struct light *l)
 	/* Slots still in use are left as they are: their children may still read them. The
 	 * dormant threads end with the process. */
 	for (size_t i = 0; i < l->n_slots; i++)
-		if (l->slots[i].owned &&
-		    __atomic_load_n(&l->slots[i].in_use, __ATOMIC_ACQUIRE) == 0)
-			slot_reclaim(&l->slots[i]);
+		(void)slot_settle(&l->slots[i]);
 	safe_close(l->init_fd);
 	l->init_fd = -1;
 }
@@ -259,12 +260,10 @@ static void *memdup_array(const void *p, size_t n, size_t size)
 pid_t light_clone(struct light_slot *s, unsigned long long flags, const struct apply_context *ctx,
 		  struct plan *plan, int *ret_pidfd)
 {
-	size_t argc = 0;
+	size_t argc = strv_length(plan->argv);
 	int pidfd = -1;
 	pid_t pid;
 
-	while (plan->argv[argc])
-		argc++;
 	s->init_argv = reallocarray(NULL, argc + 2, sizeof(char *));
 	if (s->init_argv) {
 		s->init_argv[0] = (char *)"cordon-init";

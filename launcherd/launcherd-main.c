@@ -97,12 +97,10 @@ static void refuse_setuid(void)
  */
 static void refuse_suid_dumpable_debug(void)
 {
-	char v[8] = "";
-	int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, v, sizeof(v) - 1) : -1;
+	_cleanup_free_ char *v = NULL;
+	size_t n = 0;
 
-	safe_close(fd);
-	if (n > 0 && v[0] == '1')
+	if (read_full_file("/proc/sys/fs/suid_dumpable", 16, &v, &n) >= 0 && n > 0 && v[0] == '1')
 		die("refusing to start in privileged mode: fs.suid_dumpable is 1, so a requester "
 		    "could ptrace its sandbox's set-up while it switches to the requester's uid "
 		    "and still holds capabilities. Hint: sysctl fs.suid_dumpable=0 (or 2)");

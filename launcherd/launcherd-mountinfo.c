@@ -316,11 +316,6 @@ static const struct mount_point *own_mount(const struct mount_table *t, unsigned
 	return NULL;
 }
 
-int mount_table_has_submounts(struct mount_table *t, int fd)
-{
-	return mount_table_query(t, fd, NULL);
-}
-
 int mount_table_query(struct mount_table *t, int fd, const char **ret_fstype)
 {
 	const struct mount_point *own;

@@ -36,11 +36,10 @@ void mount_table_free(struct mount_table *t);
  * object was deleted), -EINVAL (no absolute path: a pipe, a socket, ...), -ENAMETOOLONG, -EXDEV
  * (the fd's mount is not in the table: another mount namespace, or detached), -ECHILD (called
  * in a process other than the one that opened the table), or an error of re-reading the
- * table. Re-reads the table first when the kernel reports that it changed.
+ * table. Re-reads the table first when the kernel reports that it changed. With ret_fstype
+ * (when the answer is not an error): the type of the fd's own mount's file system, valid
+ * until the next call.
  */
-int mount_table_has_submounts(struct mount_table *t, int fd);
-/* The same, and the type of the fd's own mount's file system in *ret_fstype (valid until the
- * next call) when the answer is not an error. */
 int mount_table_query(struct mount_table *t, int fd, const char **ret_fstype);
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct mount_table *, mount_table_free);

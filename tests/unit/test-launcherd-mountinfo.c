@@ -133,7 +133,7 @@ static int find_mountinfo_fd(void)
 	return -1;
 }
 
-/* mount_table_has_submounts() in a forked child, its result passed back as the exit status. */
+/* mount_table_query() in a forked child, its result passed back as the exit status. */
 static int in_child(struct mount_table *t, int fd)
 {
 	int status;
@@ -144,7 +144,7 @@ static int in_child(struct mount_table *t, int fd)
 	if (pid < 0)
 		bail("fork: %m");
 	if (pid == 0)
-		_exit(-mount_table_has_submounts(t, fd) & 0xff);
+		_exit(-mount_table_query(t, fd, NULL) & 0xff);
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
 		bail("the child did not exit");
 	return -WEXITSTATUS(status);
@@ -165,9 +165,9 @@ static void test_detached(struct mount_table *t, const char *d)
 		sub = openat(tree, "a", O_PATH | O_CLOEXEC);
 		if (sub < 0)
 			bail("openat a in a detached tree: %m");
-		is_int(-EXDEV, mount_table_has_submounts(t, tree),
+		is_int(-EXDEV, mount_table_query(t, tree, NULL),
 		       "the root of a detached tree is refused (-EXDEV)");
-		is_int(-EXDEV, mount_table_has_submounts(t, sub),
+		is_int(-EXDEV, mount_table_query(t, sub, NULL),
 		       "a directory in a detached tree is refused (-EXDEV)");
 	}
 
@@ -175,10 +175,10 @@ static void test_detached(struct mount_table *t, const char *d)
 	mount_tmpfs(d, "b");
 	make_dir(b, "inner");
 	lazy = open_path(b, "inner");
-	is_int(0, mount_table_has_submounts(t, lazy), "a directory in a mounted tmpfs: 0");
+	is_int(0, mount_table_query(t, lazy, NULL), "a directory in a mounted tmpfs: 0");
 	if (umount2(b, MNT_DETACH) < 0)
 		bail("umount2 %s MNT_DETACH: %m", b);
-	is_int(-EXDEV, mount_table_has_submounts(t, lazy),
+	is_int(-EXDEV, mount_table_query(t, lazy, NULL),
 	       "a directory in a lazily unmounted tmpfs is refused (-EXDEV)");
 }
 
@@ -200,20 +200,20 @@ static void test_many(struct mount_table *t, const char *d)
 		(void)snprintf(name, sizeof(name), "m%03d", i);
 		mount_tmpfs(many, name);
 		if (i == 0)
-			got_first = mount_table_has_submounts(t, fd_many);
+			got_first = mount_table_query(t, fd_many, NULL);
 	}
 	is_int(1, got_first, "one mount below many/: 1");
-	is_int(1, mount_table_has_submounts(t, fd_many),
+	is_int(1, mount_table_query(t, fd_many, NULL),
 	       "all %d mounts (a table larger than the first buffer): 1", N_MANY);
-	is_int(1, mount_table_has_submounts(t, fd_last), "the last of them is seen: 1");
+	is_int(1, mount_table_query(t, fd_last, NULL), "the last of them is seen: 1");
 	for (int i = 0; i < N_MANY; i++) {
 		(void)snprintf(name, sizeof(name), "m%03d", i);
 		umount_at(many, name);
 		if (i == N_MANY - 2)
-			got_last = mount_table_has_submounts(t, fd_many);
+			got_last = mount_table_query(t, fd_many, NULL);
 	}
 	is_int(1, got_last, "with one of them left: 1");
-	is_int(0, mount_table_has_submounts(t, fd_many), "all unmounted: 0");
+	is_int(0, mount_table_query(t, fd_many, NULL), "all unmounted: 0");
 }
 
 int main(void)
@@ -244,11 +244,11 @@ int main(void)
 	if (!mkdtemp(base))
 		bail("mkdtemp: %m");
 	fd_base = open_path(base, ".");
-	is_int(0, mount_table_has_submounts(t, fd_base), "a new directory: 0");
-	/* Nothing but has_submounts() is called from here on: changes come from POLLPRI. */
+	is_int(0, mount_table_query(t, fd_base, NULL), "a new directory: 0");
+	/* Nothing but mount_table_query() is called from here on: changes come from POLLPRI. */
 	if (mount("test-mountinfo", base, "tmpfs", 0, "size=64k") < 0)
 		bail("mount tmpfs on %s: %m", base);
-	is_int(1, mount_table_has_submounts(t, fd_base),
+	is_int(1, mount_table_query(t, fd_base, NULL),
 	       "a mount on it, made after the fd was opened: 1");
 
 	d = tap_path_in(base, "d");
@@ -267,62 +267,62 @@ int main(void)
 	fd_sp = open_path(d, "with space");
 	fd_odd = open_path(d, ODD_NAME);
 	fd_gone = open_path(d, "gone");
-	is_int(0, mount_table_has_submounts(t, fd_d), "D in a tmpfs with nothing below: 0");
-	is_int(0, mount_table_has_submounts(t, fd_a), "D/a: 0");
+	is_int(0, mount_table_query(t, fd_d, NULL), "D in a tmpfs with nothing below: 0");
+	is_int(0, mount_table_query(t, fd_a, NULL), "D/a: 0");
 
 	mount_tmpfs(d, "a");
 	reads = preads;
-	is_int(1, mount_table_has_submounts(t, fd_d), "tmpfs on D/a: D is 1");
+	is_int(1, mount_table_query(t, fd_d, NULL), "tmpfs on D/a: D is 1");
 	ok(preads > reads, "the table was read anew once the kernel reported the change");
-	is_int(1, mount_table_has_submounts(t, fd_a), "tmpfs on D/a: D/a (a mount on it) is 1");
-	is_int(0, mount_table_has_submounts(t, fd_b), "tmpfs on D/a: D/b is 0");
+	is_int(1, mount_table_query(t, fd_a, NULL), "tmpfs on D/a: D/a (a mount on it) is 1");
+	is_int(0, mount_table_query(t, fd_b, NULL), "tmpfs on D/a: D/b is 0");
 
 	/* Unchanged table: no allocation, and no re-read needed for the same answers. */
 	before = allocations;
 	reads = preads;
 	r = 0;
 	for (int i = 0; i < 1000; i++)
-		r += mount_table_has_submounts(t, fd_d) + mount_table_has_submounts(t, fd_b);
+		r += mount_table_query(t, fd_d, NULL) + mount_table_query(t, fd_b, NULL);
 	is_int(1000, r, "2000 answers on an unchanged table are the same");
 	is_int(0, allocations - before, "and make no allocation");
 	is_int(0, preads - reads, "and read nothing");
 
 	umount_at(d, "a");
-	is_int(0, mount_table_has_submounts(t, fd_d), "D/a unmounted: D is 0");
-	is_int(0, mount_table_has_submounts(t, fd_a), "D/a unmounted: D/a is 0");
+	is_int(0, mount_table_query(t, fd_d, NULL), "D/a unmounted: D is 0");
+	is_int(0, mount_table_query(t, fd_a, NULL), "D/a unmounted: D/a is 0");
 
 	/* "b-x" sorts between "b" and "b/...", "b0" after them: no false hit, no missed one. */
 	mount_tmpfs(d, "b-x");
 	mount_tmpfs(d, "b0");
-	is_int(0, mount_table_has_submounts(t, fd_b), "tmpfs on D/b-x and D/b0: D/b is 0");
-	is_int(1, mount_table_has_submounts(t, fd_bx), "tmpfs on D/b-x: D/b-x is 1");
+	is_int(0, mount_table_query(t, fd_b, NULL), "tmpfs on D/b-x and D/b0: D/b is 0");
+	is_int(1, mount_table_query(t, fd_bx, NULL), "tmpfs on D/b-x: D/b-x is 1");
 	{
 		_cleanup_free_ char *b = tap_path_in(d, "b");
 
 		make_dir(b, "c");
 		mount_tmpfs(b, "c");
-		is_int(1, mount_table_has_submounts(t, fd_b),
+		is_int(1, mount_table_query(t, fd_b, NULL),
 		       "tmpfs on D/b/c as well: D/b is 1 (past D/b-x)");
 		umount_at(b, "c");
 	}
 	umount_at(d, "b-x");
 	umount_at(d, "b0");
-	is_int(0, mount_table_has_submounts(t, fd_b), "both unmounted: D/b is 0");
+	is_int(0, mount_table_query(t, fd_b, NULL), "both unmounted: D/b is 0");
 
 	/* Names the kernel escapes in mountinfo. A child is refused before it polls, so the change
 	 * notification is still there for us. */
 	mount_tmpfs(d, "with space");
 	is_int(-ECHILD, in_child(t, fd_sp), "in a forked child: -ECHILD");
-	is_int(1, mount_table_has_submounts(t, fd_sp), "tmpfs on \"D/with space\": it is 1");
-	is_int(1, mount_table_has_submounts(t, fd_d), "and D is 1");
+	is_int(1, mount_table_query(t, fd_sp, NULL), "tmpfs on \"D/with space\": it is 1");
+	is_int(1, mount_table_query(t, fd_d, NULL), "and D is 1");
 	umount_at(d, "with space");
-	is_int(0, mount_table_has_submounts(t, fd_sp), "unmounted: \"D/with space\" is 0");
+	is_int(0, mount_table_query(t, fd_sp, NULL), "unmounted: \"D/with space\" is 0");
 	mount_tmpfs(d, ODD_NAME);
-	is_int(1, mount_table_has_submounts(t, fd_odd),
+	is_int(1, mount_table_query(t, fd_odd, NULL),
 	       "tmpfs on a name with a tab, a newline, backslashes and \"\\040\": it is 1");
-	is_int(0, mount_table_has_submounts(t, fd_sp), "\"D/with space\" is still 0");
+	is_int(0, mount_table_query(t, fd_sp, NULL), "\"D/with space\" is still 0");
 	umount_at(d, ODD_NAME);
-	is_int(0, mount_table_has_submounts(t, fd_d), "unmounted: D is 0");
+	is_int(0, mount_table_query(t, fd_d, NULL), "unmounted: D is 0");
 
 	test_many(t, d);
 
@@ -330,11 +330,11 @@ int main(void)
 	gone = tap_path_in(d, "gone");
 	if (rmdir(gone) < 0)
 		bail("rmdir %s: %m", gone);
-	is_int(-ENOENT, mount_table_has_submounts(t, fd_gone), "a deleted directory: -ENOENT");
-	is_int(-EBADF, mount_table_has_submounts(t, -1), "fd -1: -EBADF");
+	is_int(-ENOENT, mount_table_query(t, fd_gone, NULL), "a deleted directory: -ENOENT");
+	is_int(-EBADF, mount_table_query(t, -1, NULL), "fd -1: -EBADF");
 	if (pipe2(p, O_CLOEXEC) < 0)
 		bail("pipe2: %m");
-	is_int(-EINVAL, mount_table_has_submounts(t, p[0]), "a pipe: -EINVAL");
+	is_int(-EINVAL, mount_table_query(t, p[0], NULL), "a pipe: -EINVAL");
 	safe_close(p[0]);
 	safe_close(p[1]);
 	test_detached(t, d);
@@ -342,12 +342,12 @@ int main(void)
 	fd_root = open("/", O_PATH | O_CLOEXEC);
 	if (fd_root < 0)
 		bail("open /: %m");
-	is_int(1, mount_table_has_submounts(t, fd_root), "\"/\": 1");
-	is_int(1, mount_table_has_submounts(t, fd_base), "the base tmpfs: still 1");
+	is_int(1, mount_table_query(t, fd_root, NULL), "\"/\": 1");
+	is_int(1, mount_table_query(t, fd_base, NULL), "the base tmpfs: still 1");
 
 	if (umount2(base, MNT_DETACH) < 0)
 		bail("umount %s: %m", base);
-	is_int(0, mount_table_has_submounts(t, fd_base), "the base tmpfs unmounted: 0");
+	is_int(0, mount_table_query(t, fd_base, NULL), "the base tmpfs unmounted: 0");
 	if (rmdir(base) < 0)
 		diag("rmdir %s: %m", base);
 	return tap_exit_status();
