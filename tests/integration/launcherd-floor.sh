@@ -16,30 +16,26 @@ check "installed setuid: refuses to start with a clear message" \
 check "…before creating its socket" test ! -e "$T/suid.sock"
 
 # --- fs.suid_dumpable = 1: a uid-switching set-up would be ptrace-able by the requester ---------
-# A global setting: restored on every way out, and the old value put back right after the run.
-old_dumpable=$(cat /proc/sys/fs/suid_dumpable)
-trap 'echo "$old_dumpable" >/proc/sys/fs/suid_dumpable; ld_cleanup' EXIT
-echo 1 >/proc/sys/fs/suid_dumpable
-"$LAUNCHERD" --mode=privileged --socket "$T/dump.sock" --floor "$T/floor.json" >"$T/dump.out" 2>&1 &
-p=$!
-sleep 0.3
-kill $p 2>/dev/null
-wait $p
-rc=$?
-echo "$old_dumpable" >/proc/sys/fs/suid_dumpable
+# The setting is global and other tests run beside this one: launcherd is shown the value
+# through a file bound over /proc/sys/fs/suid_dumpable in a mount namespace of its own.
+# dumpable_run VALUE: start launcherd so; 0 if it still runs after 0.3 s (then stopped), else 1.
+dumpable_run() {
+	echo "$1" >"$T/dumpable"
+	unshare -m --propagation private sh -c \
+		'mount --bind "$1" /proc/sys/fs/suid_dumpable && shift && exec "$@"' sh \
+		"$T/dumpable" "$LAUNCHERD" --mode=privileged --socket "$T/dump.sock" \
+		--floor "$T/floor.json" >"$T/dump.out" 2>&1 &
+	p=$!
+	sleep 0.3
+	if kill -0 $p 2>/dev/null; then kill $p; wait $p; return 0; fi
+	wait $p
+	return 1
+}
+dumpable_run 1
 check "privileged with fs.suid_dumpable=1: refuses to start, naming the setting" \
-	test "$rc" = 1 -a "$(grep -c 'fs.suid_dumpable is 1' "$T/dump.out")" = 1
-echo 2 >/proc/sys/fs/suid_dumpable
-"$LAUNCHERD" --mode=privileged --socket "$T/dump.sock" --floor "$T/floor.json" >"$T/dump.out" 2>&1 &
-p=$!
-sleep 0.3
-kill -0 $p 2>/dev/null
-rc=$?
-kill $p 2>/dev/null
-wait $p
-echo "$old_dumpable" >/proc/sys/fs/suid_dumpable
-check "…and starts with fs.suid_dumpable=2" test "$rc" = 0
-trap ld_cleanup EXIT
+	test $? = 1 -a "$(grep -c 'fs.suid_dumpable is 1' "$T/dump.out")" = 1
+dumpable_run 2
+check "…and starts with fs.suid_dumpable=2" test $? = 0
 
 # --- floor file checks ----------------------------------------------------------------------
 try_floor() {
