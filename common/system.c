@@ -5,13 +5,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/nsfs.h>
 
 #include "common/system.h"
 #include "common/util.h"
@@ -59,6 +63,18 @@ int fd_dup_cloexec(int fd, int min)
 	int r = fcntl(fd, F_DUPFD_CLOEXEC, min);
 
 	return r < 0 ? -errno : r;
+}
+
+bool fd_is_mount_ns(int fd)
+{
+	char proc[64], name[32];
+	ssize_t n;
+
+	(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, name, sizeof(name) - 1);
+	if (n < 5 || memcmp(name, "mnt:[", 5) != 0)
+		return false;
+	return ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNS;
 }
 
 int loop_write(int fd, const void *buf, size_t len)

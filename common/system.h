@@ -14,6 +14,9 @@ int fd_set_nonblock(int fd, bool nonblock);
 int fd_set_cloexec(int fd, bool cloexec);
 /* Duplicate to the lowest free fd >= min, close-on-exec. */
 int fd_dup_cloexec(int fd, int min);
+/* Whether fd is a mount namespace (an nsfs file, as from open("/proc/self/ns/mnt")). Asks no
+ * file system and no driver: the fd's name must read "mnt:[…]" before the nsfs ioctl is used. */
+bool fd_is_mount_ns(int fd);
 /* Close every fd above 2 but the n in keep (sorted here; negative entries ignored). */
 void close_all_but(int *keep, size_t n);
 

@@ -387,8 +387,11 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
  *                 has none, so ours has none either); here a process group of our own, so that
  *                 kill(0, …) reaches nothing but the sandbox. Not setsid(): with autogroup
  *                 scheduling every new session allocates a task group (≈0.1 ms, multi-ms
- *                 tails). Also restore the signal mask launcherd blocks for its signalfd.
- *  rlimit         while we may still raise hard limits.
+ *                 tails). Also restore the signal mask launcherd blocks for its signalfd
+ *                 (not in a light spawn: there every signal stays blocked until exec).
+ *  rlimit         while we may still raise hard limits: the requester's own (privileged
+ *                 mode; launcherd's may be higher, and an admin's per-user limits must hold
+ *                 in the sandbox too), then the plan's, never above the requester's hard ones.
  *  identity       the requester's supplementary groups, then locked securebits
  *                 (SANDBOX_SECUREBITS: even uid 0 can regain nothing, and the uid switch
  *                 leaves the capability sets to the next step), then its gid and uid
@@ -444,8 +447,8 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 		userns_map(ctx, &self_dir);
 
 	/* mount-private, root, mount */
-	r = mount_build_root(plan, ctx->fds, ctx->tree_fds, ctx->uid == 0, ctx->mntns_fd, &step,
-			     &index, &root_fd);
+	r = mount_build_root(plan, ctx->fds, ctx->tree_fds, ctx->uid, ctx->gid, ctx->userns,
+			     ctx->mntns_fd, &step, &index, &root_fd);
 	if (r < 0)
 		fail(ctx, (enum apply_step)step, r, index);
 
@@ -517,11 +520,13 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	if (sethostname(plan->hostname, strlen(plan->hostname)) < 0)
 		fail(ctx, STEP_HOSTNAME, errno, -1);
 
-	/* session (light: the init blocks every signal again before it forks the command) */
+	/* session. Light: every signal stays blocked (launcherd cloned us so) until our exec:
+	 * a handler of launcherd's must never run here, in launcherd's memory; the init keeps
+	 * them blocked and its command unblocks them. */
 	if (setpgid(0, 0) < 0)
 		fail(ctx, STEP_SESSION, errno, -1);
 	sigemptyset(&none);
-	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+	if (ctx->init_fd < 0 && sigprocmask(SIG_SETMASK, &none, NULL) < 0)
 		fail(ctx, STEP_SESSION, errno, -1);
 
 	/* userns, late: everything above needed launcherd's own user namespace, which owns our
@@ -536,7 +541,10 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 		userns_map(ctx, &self_dir);
 	}
 
-	/* rlimit */
+	/* rlimit: the requester's own first, then the plan's */
+	for (int res = 0; res < RLIM_NLIMITS; res++)
+		if ((ctx->limits_differ & (1U << res)) && setrlimit(res, &ctx->limits[res]) < 0)
+			fail(ctx, STEP_RLIMIT, errno, -1);
 	for (size_t i = 0; i < plan->n_rlimits; i++) {
 		struct rlimit rl = { .rlim_cur = plan->rlimits[i].value,
 				     .rlim_max = plan->rlimits[i].value };

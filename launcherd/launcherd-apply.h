@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "common/cleanup.h"
@@ -47,6 +48,11 @@ struct apply_context {
 	gid_t gid;
 	const gid_t *groups;
 	size_t n_groups;
+	/* Privileged mode: the requester's own resource limits (read at its hello), where they
+	 * differ from launcherd's (bit per RLIMIT_*): the sandbox starts from them, never from
+	 * launcherd's, before the plan's (which dispatch checked are within them). */
+	struct rlimit limits[RLIM_NLIMITS];
+	uint32_t limits_differ;
 
 	/* The bounding set we were cloned with is empty and stays so (privileged mode: launcherd
 	 * emptied its own at start, and only a new user namespace could fill it again): the

@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -48,6 +50,10 @@
 #include "launcherd/launcherd.h"
 
 #define MAX_GROUPS 1024
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
 
 enum launcher_req {
 	LAUNCHER_REQ_HELLO,
@@ -110,9 +116,16 @@ static int flush_queue(struct conn *c)
 		c->outq = m->next;
 		if (!c->outq)
 			c->outq_tail = &c->outq;
+		c->n_outq--;
 		out_msg_free(m);
 		if (r < 0)
 			return r;
+		if (c->reading_paused && c->n_outq < CONN_OUTQ_RESUME) {
+			r = event_source_set_events(c->src, EPOLLIN);
+			if (r < 0)
+				return r;
+			c->reading_paused = false;
+		}
 	}
 	event_source_free(c->wsrc);
 	c->wsrc = NULL;
@@ -151,6 +164,16 @@ int conn_send(struct conn *c, json_t *msg, const int *fds, size_t n_fds)
 	}
 	*c->outq_tail = m;
 	c->outq_tail = &m->next;
+	/* A requester that does not read its replies gets no more answered: we read its requests
+	 * again once the queue has drained. (Messages of its sandboxes, "spawned" and "exit",
+	 * are queued whatever the count: at most two for each sandbox the floor lets it have.) */
+	if (++c->n_outq >= CONN_OUTQ_MAX && !c->reading_paused) {
+		int r = event_source_set_events(c->src, 0);
+
+		if (r < 0)
+			return r;
+		c->reading_paused = true;
+	}
 	return wait_writable(c);
 }
 
@@ -268,6 +291,27 @@ static int check_ceilings(struct conn *c, int64_t seq, const struct plan *p)
 	return 1;
 }
 
+/* Privileged mode: a plan may lower the requester's resource limits, never raise them. */
+static int check_rlimits(const struct conn *c, const struct plan *plan, struct field_error *fe)
+{
+	if (c->d->mode != LAUNCHERD_PRIVILEGED)
+		return 0; /* launcherd is the requester's own: it can raise nothing */
+	for (size_t i = 0; i < plan->n_rlimits; i++) {
+		const struct plan_rlimit *l = &plan->rlimits[i];
+		rlim_t max = c->limits[l->resource].rlim_max;
+		rlim_t want = l->value >= (uint64_t)INT64_MAX ? RLIM_INFINITY : (rlim_t)l->value;
+
+		if (max != RLIM_INFINITY && (want == RLIM_INFINITY || want > max))
+			return field_error_set(fe, -EPERM, "plan", "rlimits",
+					       "%s %llu is above the requester's own hard limit "
+					       "%llu",
+					       plan_rlimit_name(l->resource),
+					       (unsigned long long)l->value,
+					       (unsigned long long)max);
+	}
+	return 0;
+}
+
 /* Refuse plan field path.key, which names fd k that the receiver refused: why, from its header. */
 static int refused(struct field_error *fe, const struct screen_header *h, int k, const char *path,
 		   const char *key)
@@ -298,6 +342,8 @@ static int check_screened(const struct screen_header *h, const struct plan *plan
 	}
 	if (plan->seccomp_program >= 0 && h->verdict[plan->seccomp_program] != SCREEN_OK)
 		return refused(fe, h, plan->seccomp_program, "plan.seccomp", "program");
+	if (plan->mount_ns >= 0 && h->verdict[plan->mount_ns] != SCREEN_OK)
+		return refused(fe, h, plan->mount_ns, "plan", "mountNamespace");
 	return 0;
 }
 
@@ -311,7 +357,7 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 	_cleanup_json_ json_t *unenforced = NULL;
 	const char *step;
 	json_t *pj;
-	int r;
+	int r, index = -1;
 
 	r = ipc_json_check_keys(msg, keys, "", &fe);
 	if (r >= 0)
@@ -325,6 +371,9 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 		goto done;
 	}
 	r = check_screened(&c->screen, plan, &fe);
+	if (r >= 0 && plan->mount_ns >= 0 && !fd_is_mount_ns(fds[plan->mount_ns]))
+		r = field_error_set(&fe, -EINVAL, "plan", "mountNamespace",
+				    "fd %d is not a mount namespace", plan->mount_ns);
 	if (r < 0) {
 		r = send_field_error(c, seq, "invalid-plan", r, &fe);
 		goto done;
@@ -342,6 +391,11 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 	r = floor_check_plan(&d->floor, plan, &fe);
 	if (r < 0) {
 		r = send_field_error(c, seq, "floor-refused", r, &fe);
+		goto done;
+	}
+	r = check_rlimits(c, plan, &fe);
+	if (r < 0) {
+		r = send_field_error(c, seq, "limit", r, &fe);
 		goto done;
 	}
 	/* Nothing is silently best-effort: a limit we cannot enforce fails the spawn. */
@@ -363,6 +417,13 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 	r = check_ceilings(c, seq, plan);
 	if (r <= 0)
 		goto done;
+	if (launcherd_suid_dumpable_debug(d)) {
+		r = conn_send_error(c, seq, "setup-failed", EPERM, "", "identity",
+				    "refused: fs.suid_dumpable is 1, so the requester could ptrace "
+				    "the set-up while it switches to the requester's uid. Hint: "
+				    "sysctl fs.suid_dumpable=0 (or 2)");
+		goto done;
+	}
 
 	launcherd_trace(NULL, "checked");
 	unenforced = json_array();
@@ -370,12 +431,27 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 		r = -ENOMEM;
 		goto internal;
 	}
-	r = sandbox_start(c, seq, &plan, fds, n_fds, &filter, unenforced, &step);
+	r = sandbox_start(c, seq, &plan, fds, n_fds, &filter, unenforced, &step, &index);
 	if (r == -ENOMEM || r == -EMFILE || r == -ENFILE)
 		goto internal;
+	if (r == -EXDEV && index >= 0) {
+		char field[64];
+
+		(void)snprintf(field, sizeof(field), "plan.mounts[%d].source", index);
+		r = conn_send_error(c, seq, "setup-failed", r, field, step,
+				    "%s lies in another mount namespace than launcherd's: the plan "
+				    "must name the requester's in plan.mountNamespace",
+				    field);
+		goto done;
+	}
 	if (r < 0) {
-		r = conn_send_error(c, seq, "setup-failed", r, "", step,
-				    "sandbox set-up failed at step \"%s\": %s", step, strerror(-r));
+		char field[64] = "";
+
+		if (index >= 0)
+			(void)snprintf(field, sizeof(field), "plan.mounts[%d]", index);
+		r = conn_send_error(c, seq, "setup-failed", r, field, step,
+				    "sandbox set-up failed at step \"%s\"%s%s: %s", step,
+				    *field ? " for " : "", field, strerror(-r));
 		goto done;
 	}
 	r = 0;
@@ -473,6 +549,11 @@ static int on_conn(struct event_source *src, int fd, uint32_t revents, void *use
 	int r;
 
 	launcherd_trace(NULL, "readable");
+	if (c->reading_paused) {
+		/* Only a hang-up wakes us now: the receiver is gone, so is the requester. */
+		conn_close(c);
+		return 0;
+	}
 	if (c->receiver >= 0)
 		r = screen_recv(c->rfd, &msg, fds, &n_fds, &c->screen);
 	else
@@ -487,6 +568,10 @@ static int on_conn(struct event_source *src, int fd, uint32_t revents, void *use
 		return 0;
 	}
 	r = dispatch(c, msg, fds, n_fds);
+	/* Every fd of the message is closed by now (each answer closes them): the receiver may
+	 * close its copies, the last ones (launcherd-screen.h). */
+	if (n_fds > 0 && c->receiver >= 0 && r >= 0 && screen_done(c->rfd) < 0)
+		r = -EPIPE;
 	if (r < 0 && r != -ENOMEM)
 		conn_close(c);
 	return 0;
@@ -510,6 +595,74 @@ static int lookup_groups(struct conn *c)
 	if (getgrouplist(pw->pw_name, c->peer.gid, c->groups, &n) < 0)
 		return -E2BIG;
 	c->n_groups = (size_t)n;
+	return 0;
+}
+
+/*
+ * Privileged mode: the requester's resource limits, read from the process that connected (its
+ * pidfd from SO_PEERPIDFD, checked alive after the read, so that the pid was not reused), and
+ * which of them differ from ours. A sandbox starts from these, never from launcherd's own:
+ * an admin's per-user limits (pam_limits, a unit's Limit*=) hold in it as in the requester.
+ */
+/* Without CAP_SYS_RESOURCE prlimit() cannot read another user's limits: /proc/PID/limits
+ * (world-readable) lists them in RLIMIT_* order, a header line first, each value from column 26
+ * on ("Max open files            1024                 524288               files"). */
+static int proc_limits(pid_t pid, struct rlimit *limits)
+{
+	_cleanup_free_ char *text = NULL;
+	char path[64];
+	const char *line;
+	int res = -1;
+	int r;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+	r = read_full_file(path, 8192, &text, NULL);
+	if (r < 0)
+		return r;
+	for (line = text; line && res < RLIM_NLIMITS; res++) {
+		char soft[32], hard[32];
+		const char *nl = strchr(line, '\n');
+
+		if (res >= 0) {
+			if (strlen(line) < 27 || sscanf(line + 26, "%31s %31s", soft, hard) != 2)
+				return -EBADMSG;
+			limits[res].rlim_cur = streq(soft, "unlimited") ? RLIM_INFINITY
+									: strtoull(soft, NULL, 10);
+			limits[res].rlim_max = streq(hard, "unlimited") ? RLIM_INFINITY
+									: strtoull(hard, NULL, 10);
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return res == RLIM_NLIMITS ? 0 : -EBADMSG;
+}
+
+static int read_peer_limits(struct conn *c, int sock)
+{
+	_cleanup_close_ int pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+	bool by_proc = false;
+
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+		return -errno;
+	for (int res = 0; res < RLIM_NLIMITS; res++) {
+		struct rlimit own;
+
+		if (!by_proc && prlimit(c->peer.pid, res, NULL, &c->limits[res]) < 0) {
+			int r = errno == EPERM ? proc_limits(c->peer.pid, c->limits) : -errno;
+
+			if (r < 0)
+				return r;
+			by_proc = true;
+		}
+		if (getrlimit(res, &own) < 0)
+			return -errno;
+		if (own.rlim_cur != c->limits[res].rlim_cur ||
+		    own.rlim_max != c->limits[res].rlim_max)
+			c->limits_differ |= 1U << res;
+	}
+	/* Still the process that connected: the limits read were its own. */
+	if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -561,12 +714,14 @@ int conn_new(struct launcherd *d, int fd)
 		r = -EUSERS;
 	if (r >= 0)
 		r = lookup_groups(c);
+	if (r >= 0 && d->mode == LAUNCHERD_PRIVILEGED)
+		r = read_peer_limits(c, cfd);
 	/* Privileged mode: the requester's fds come through its receiver (launcherd-screen.h).
 	 * User mode serves its own user only, whose stall would be its own: we read the socket
 	 * ourselves (a second fd of it, for epoll) and take every fd, so that files on an NFS or
 	 * FUSE home stay usable as stdio. */
 	if (r >= 0 && d->mode == LAUNCHERD_PRIVILEGED)
-		r = screen_start(cfd, &c->rfd, &c->receiver);
+		r = screen_start(cfd, c->peer.uid, c->peer.gid, &c->rfd, &c->receiver);
 	else if (r >= 0) {
 		c->rfd = fcntl(cfd, F_DUPFD_CLOEXEC, 3);
 		r = c->rfd < 0 ? -errno : 0;

@@ -9,9 +9,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/openat2.h>
 
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -134,6 +138,53 @@ static int add_port_rules(int ruleset, const uint16_t *ports, size_t n, uint64_t
 	return 0;
 }
 
+static int open_nofollow(const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_PATH | O_CLOEXEC),
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/*
+ * A rule's path, opened without following any symlink: a payload that plants one in a writable
+ * directory (/work/l -> /etc) must not redirect a later sandbox's grant, as no mount target can
+ * be redirected either (launcherd-mount.c). The one exception are the plan's own symlinks
+ * (/bin -> usr/bin on a merged-/usr host), which launcherd made in the read-only root: a rule at
+ * or under one is resolved through its link text once, and the rest again without following.
+ */
+static int open_rule_path(const struct plan *plan, const char *path, int flags)
+{
+	char buf[PATH_MAX];
+	int fd = open_nofollow(path, flags);
+
+	if (fd != -ELOOP)
+		return fd;
+	for (size_t i = 0; i < plan->n_mounts; i++) {
+		const struct plan_mount *m = &plan->mounts[i];
+		size_t n = m->type == PLAN_MOUNT_SYMLINK ? strlen(m->target) : 0;
+		const char *slash;
+		int len;
+
+		if (n == 0 || strncmp(path, m->target, n) != 0 || (path[n] && path[n] != '/'))
+			continue;
+		if (m->link[0] == '/')
+			len = snprintf(buf, sizeof(buf), "%s%s", m->link, path + n);
+		else {
+			slash = strrchr(m->target, '/'); /* targets are absolute: never NULL */
+			len = snprintf(buf, sizeof(buf), "%.*s/%s%s", (int)(slash - m->target),
+				       m->target, m->link, path + n);
+		}
+		if (len < 0 || (size_t)len >= sizeof(buf))
+			return -ENAMETOOLONG;
+		return open_nofollow(buf, flags);
+	}
+	return -ELOOP;
+}
+
 int landlock_prepare(const struct plan *plan, int abi, int *ret_index, int *ret_ruleset)
 {
 	struct cordon_landlock_ruleset_attr attr = { 0 };
@@ -179,15 +230,15 @@ int landlock_prepare(const struct plan *plan, int abi, int *ret_index, int *ret_
 		*ret_index = (int)i;
 		pb.allowed_access = plan->landlock_fs[i].access & known;
 		/* Most paths are directories: asked as one, a file answers ENOTDIR (no stat). */
-		fd = open(plan->landlock_fs[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0 && errno == ENOTDIR) {
-			fd = open(plan->landlock_fs[i].path, O_PATH | O_CLOEXEC);
+		fd = open_rule_path(plan, plan->landlock_fs[i].path, O_DIRECTORY);
+		if (fd == -ENOTDIR) {
+			fd = open_rule_path(plan, plan->landlock_fs[i].path, 0);
 			/* Directory-only rights on a file would be refused by the kernel: narrow
 			 * them. */
 			pb.allowed_access &= LANDLOCK_FILE_RIGHTS;
 		}
 		if (fd < 0)
-			return -errno;
+			return fd;
 		pb.parent_fd = fd;
 		if (!pb.allowed_access)
 			continue;

@@ -70,8 +70,11 @@ static int init_memfd(void)
 			return n < 0 ? -errno : -EIO;
 		done += (size_t)n;
 	}
-	/* Nothing can change it any more: not its bytes, size, mode, nor these seals. */
-	if (fchmod(fd, 0555) < 0 ||
+	/* Execute-only: a process whose executable its uid cannot read starts non-dumpable (the
+	 * kernel's rule for such files), so the requester, whose uid the init runs as, can never
+	 * ptrace it nor open its /proc/PID/mem, not even before its first instruction. Then
+	 * nothing can change it any more: not its bytes, size, mode, nor these seals. */
+	if (fchmod(fd, 0111) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
 		return -errno;
 	(void)fcntl(fd, F_ADD_SEALS, F_SEAL_EXEC); /* Linux 6.3 */

@@ -95,12 +95,19 @@ static void refuse_setuid(void)
  * and in a light spawn while it shares our memory: a requester who attached then would have
  * root. Privileged mode refuses to run so; with 0 or 2 only the ptrace capability reaches it.
  */
-static void refuse_suid_dumpable_debug(void)
+bool launcherd_suid_dumpable_debug(struct launcherd *d)
 {
-	_cleanup_free_ char *v = NULL;
-	size_t n = 0;
+	char v = 0;
 
-	if (read_full_file("/proc/sys/fs/suid_dumpable", 16, &v, &n) >= 0 && n > 0 && v[0] == '1')
+	/* Checked again before each privileged spawn: the setting can change while we run. One
+	 * pread() of a file we keep open. */
+	return d->suid_dumpable_fd >= 0 && pread(d->suid_dumpable_fd, &v, 1, 0) == 1 && v == '1';
+}
+
+static void refuse_suid_dumpable_debug(struct launcherd *d)
+{
+	d->suid_dumpable_fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+	if (launcherd_suid_dumpable_debug(d))
 		die("refusing to start in privileged mode: fs.suid_dumpable is 1, so a requester "
 		    "could ptrace its sandbox's set-up while it switches to the requester's uid "
 		    "and still holds capabilities. Hint: sysctl fs.suid_dumpable=0 (or 2)");
@@ -434,8 +441,9 @@ int main(int argc, char **argv)
 	/* Creates our base cgroup directories: may need more than what we keep afterwards (the v1
 	 * hierarchy roots are 0555), so it runs before the capability set is narrowed. */
 	cgroup_setup_probe(&d->cgroup);
+	d->suid_dumpable_fd = -1;
 	if (d->mode == LAUNCHERD_PRIVILEGED) {
-		refuse_suid_dumpable_debug();
+		refuse_suid_dumpable_debug(d);
 		restrict_own_capabilities();
 		d->bset_empty = bounding_set_empty();
 	} else {

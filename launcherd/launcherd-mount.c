@@ -61,9 +61,16 @@ static int openat2_beneath(int dirfd, const char *path, int flags)
 	return fd < 0 ? -errno : (int)fd;
 }
 
+/*
+ * Set attrs on a detached tree (or the tree at tree_fd), and make it private: a clone made by
+ * open_tree() joins its source's peer group, and with shared propagation (a systemd host, or
+ * launcherd's own unit) a mount made later inside it — a deny, a bind, a tmpfs under an earlier
+ * bind — would appear in every peer: launcherd's namespace, the host's, other sandboxes. Private,
+ * it neither sends nor receives.
+ */
 static int set_attrs(int tree_fd, uint64_t attrs, bool recursive)
 {
-	struct mount_attr a = { .attr_set = attrs };
+	struct mount_attr a = { .attr_set = attrs, .propagation = MS_PRIVATE };
 
 	if (mount_setattr(tree_fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a,
 			  sizeof(a)) < 0)
@@ -230,8 +237,8 @@ static int new_tmpfs(mode_t mode, uint64_t size, uint64_t attrs)
 
 /*
  * open_tree(OPEN_TREE_CLONE) and mount_setattr() of the clone in one call (Linux 6.15); before
- * that kernel, the two calls. A detached clone of dirfd/path with attrs set (not recursively),
- * or -errno.
+ * that kernel, the two calls. A detached, private clone of dirfd/path with attrs set (not
+ * recursively), or -errno.
  */
 static int clone_with_attrs(int dirfd, const char *path, unsigned flags, uint64_t attrs)
 {
@@ -239,7 +246,7 @@ static int clone_with_attrs(int dirfd, const char *path, unsigned flags, uint64_
 	int r;
 
 #ifdef __NR_open_tree_attr
-	struct mount_attr a = { .attr_set = attrs };
+	struct mount_attr a = { .attr_set = attrs, .propagation = MS_PRIVATE };
 	long fd = syscall(__NR_open_tree_attr, dirfd, path,
 			  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags, &a, sizeof(a));
 
@@ -267,7 +274,9 @@ static uint64_t bind_attrs(const struct plan_mount *m)
 int mount_dev_clone(int dev_template)
 {
 	/* Why this is safe: the template is launcherd's own (or its helper's), read-only, and
-	 * holds nothing of any requester; each sandbox mounts a clone of it. */
+	 * holds nothing of any requester; each sandbox mounts a clone of it. Every mount in it is
+	 * private (mount_dev_template()), so its clones are too: a mount a sandbox makes over one
+	 * of its nodes stays in that sandbox. */
 	int t = open_tree(dev_template, "",
 			  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 
@@ -293,12 +302,16 @@ int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_templat
 			      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
 				      (shallow ? 0 : AT_RECURSIVE));
 		if (t < 0) {
-			/* EPERM: no CAP_SYS_ADMIN here (user mode). EINVAL: the source lies in
-			 * another mount namespace. Both: the child falls back. */
-			if (errno == EPERM || errno == EINVAL)
+			/* EPERM: no CAP_SYS_ADMIN here (user mode): the child falls back. EINVAL:
+			 * the source lies in another mount namespace: the child clones it there,
+			 * in the one the plan names (mount_build_root()); without one, nothing
+			 * can say which view of that source the requester has. */
+			if (errno == EPERM)
+				continue;
+			if (errno == EINVAL && (plan->mount_ns >= 0 || m->optional))
 				continue;
 			*ret_index = (int)i;
-			return -errno;
+			return errno == EINVAL ? -EXDEV : -errno;
 		}
 		r = set_attrs(t, bind_attrs(m), true);
 		if (r < 0) {
@@ -312,12 +325,14 @@ int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_templat
 }
 
 /*
- * Fallback when the parent could not clone a bind source (user mode, or a source outside
- * launcherd's mount namespace): our new mount namespace is a copy of launcherd's, so the fd's
- * path names the same object here. Resolve it, and accept the result only if it is the very
- * inode the requester opened (same st_dev and st_ino). The requester thereby exposes nothing it
- * did not already hold an fd to. Runs before the root tmpfs is attached, so no path here can land
- * in the sandbox's own tree.
+ * User mode's fallback (the parent cannot clone: no CAP_SYS_ADMIN over the host's mount
+ * namespace): our new mount namespace is a copy of launcherd's, so the fd's path names the same
+ * object here. Resolve it, and accept the result only if it is the very inode the requester
+ * opened (same st_dev and st_ino). User mode serves its own user only, and launcherd runs in that
+ * user's own view (the controller started it): this reveals nothing the user could not reach.
+ * Never in privileged mode, where a path resolved in launcherd's view could be another view
+ * than the requester's (a tmpfs hiding a directory, a read-only bind: clone_foreign_binds()).
+ * Runs before the root tmpfs is attached, so no path here can land in the sandbox's own tree.
  */
 static int clone_bind_fallback(const struct plan_mount *m, int src)
 {
@@ -346,6 +361,53 @@ static int clone_bind_fallback(const struct plan_mount *m, int src)
 		return -errno;
 	r = set_attrs(t, bind_attrs(m), true);
 	return r < 0 ? r : TAKE_FD(t);
+}
+
+/*
+ * Privileged mode, bind sources in another mount namespace than launcherd's (under its unit, or
+ * a requester confined by another tool's namespace): the kernel clones a mount only in the
+ * caller's own namespace, and a path resolved in ours could name another view of the source.
+ * So we enter the namespace the plan names (the requester's, an nsfs fd it opened), clone each
+ * such source there by its fd — exactly the requester's view: its submounts, its read-only
+ * flags — and come back. A source that is not in that namespace either is refused (EINVAL).
+ * Why this is safe: in there we only clone by fd (no path is looked up) and change the detached,
+ * private clones' flags; we return to our own namespace before anything else. Needs
+ * CAP_SYS_CHROOT and CAP_SYS_ADMIN, which the privileged child holds.
+ */
+static int clone_foreign_binds(const struct plan *plan, const int *fds, int *tree_fds,
+			       int *ret_index)
+{
+	_cleanup_close_ int own = -1;
+	int r = 0;
+
+	own = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (own < 0)
+		return -errno;
+	if (plan->mount_ns < 0 || setns(fds[plan->mount_ns], CLONE_NEWNS) < 0)
+		return plan->mount_ns < 0 ? -EXDEV : -errno;
+	for (size_t i = 0; i < plan->n_mounts && r >= 0; i++) {
+		const struct plan_mount *m = &plan->mounts[i];
+		int t;
+
+		if (m->type != PLAN_MOUNT_BIND || tree_fds[i] >= 0)
+			continue;
+		t = open_tree(fds[m->source], "",
+			      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+		r = t < 0 ? -errno : set_attrs(t, bind_attrs(m), true);
+		if (r < 0) {
+			if (t >= 0)
+				safe_close(t);
+			if (m->optional)
+				r = 0;
+			else
+				*ret_index = (int)i;
+			continue;
+		}
+		tree_fds[i] = t;
+	}
+	if (setns(own, CLONE_NEWNS) < 0 && r >= 0)
+		r = -errno;
+	return r;
 }
 
 static int mount_bind(struct root_builder *b, const struct plan_mount *m, int tree)
@@ -380,7 +442,11 @@ static int mount_tmpfs(struct root_builder *b, const struct plan_mount *m)
 	return 0;
 }
 
-static int mount_dir(struct root_builder *b, const struct plan_mount *m)
+/* A directory of the plan's (the requester's $HOME, most often) in a tmpfs of ours, with its
+ * exact mode, owned by the requester: a 0700 home owned by root would shut the requester out of
+ * what is bound beneath it. It stays read-only (the root tmpfs is at the end), so owning it lets
+ * the requester change nothing but what the plan binds there. */
+static int mount_dir(struct root_builder *b, const struct plan_mount *m, uid_t uid, gid_t gid)
 {
 	_cleanup_close_ int parent = -1, d = -1;
 	const char *last;
@@ -394,8 +460,10 @@ static int mount_dir(struct root_builder *b, const struct plan_mount *m)
 	d = openat2_beneath(mp_fd(b, parent), last, O_PATH | O_DIRECTORY);
 	if (d < 0)
 		return d;
-	/* Exact mode, whatever the umask; through /proc since fchmod refuses O_PATH fds. */
-	if (fchmodat(mp_fd(b, parent), last, m->mode, 0) < 0)
+	/* Exact mode, whatever the umask; by name since fchmod refuses O_PATH fds (no symlink
+	 * can be there: the walk created or found a directory in a tmpfs of ours). */
+	if (fchownat(mp_fd(b, parent), last, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchmodat(mp_fd(b, parent), last, m->mode, 0) < 0)
 		return -errno;
 	return 0;
 }
@@ -621,11 +689,12 @@ int mount_make_empty_root(bool seed)
 	return r;
 }
 
-int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, bool uid0,
-		     int mntns_fd, int *ret_step, int *ret_index, int *ret_root_fd)
+int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, uid_t uid, gid_t gid,
+		     bool user_mode, int mntns_fd, int *ret_step, int *ret_index, int *ret_root_fd)
 {
 	struct root_builder b = { .root_fd = -1 };
 	_cleanup_close_ int root = -1;
+	bool foreign = false;
 	int r;
 
 	*ret_index = -1;
@@ -662,12 +731,22 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, boo
 		}
 		if (m->type != PLAN_MOUNT_BIND || tree_fds[i] >= 0)
 			continue;
+		if (!user_mode) {
+			foreign = true; /* the parent found it in another namespace */
+			continue;
+		}
 		r = clone_bind_fallback(m, fds[m->source]);
 		if (r < 0 && !m->optional) {
 			*ret_index = (int)i;
 			return r;
 		}
 		tree_fds[i] = r;
+	}
+	if (foreign) {
+		*ret_index = -1;
+		r = clone_foreign_binds(plan, fds, tree_fds, ret_index);
+		if (r < 0)
+			return r;
 	}
 
 	*ret_step = STEP_ROOT;
@@ -706,13 +785,13 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, boo
 			r = mount_tmpfs(&b, m);
 			break;
 		case PLAN_MOUNT_DIR:
-			r = mount_dir(&b, m);
+			r = mount_dir(&b, m, uid, gid);
 			break;
 		case PLAN_MOUNT_SYMLINK:
 			r = mount_symlink(&b, m);
 			break;
 		case PLAN_MOUNT_PROC:
-			r = mount_proc(&b, m, uid0, tree_fds[i]);
+			r = mount_proc(&b, m, uid == 0, tree_fds[i]);
 			tree_fds[i] = -1; /* mount_proc() took it */
 			break;
 		case PLAN_MOUNT_DEV:

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "launcherd/launcherd-plan.h"
 
@@ -14,10 +15,12 @@
  * Parent side, before clone: clone each bind source's mount tree into a detached tree
  * (open_tree(OPEN_TREE_CLONE|AT_RECURSIVE)) and set its flags (read-only, nosuid, nodev).
  * tree_fds[i] is -1 for non-bind entries and where this is not possible (no CAP_SYS_ADMIN over
- * our mount namespace — user mode — or a source outside our mount namespace); the child then
- * falls back (see mount_build_root()). shallow: each clone is of the source's mount alone, not
- * what is mounted beneath it (the light spawn, when the caller found nothing there). Returns
- * -errno and *ret_index only for hard errors.
+ * our mount namespace — user mode — or a source outside our mount namespace, with the plan's
+ * mountNamespace to clone it in); the child then clones it (see mount_build_root()). Every
+ * clone is private: nothing mounted in it propagates anywhere. shallow: each clone is of the
+ * source's mount alone, not what is mounted beneath it (the light spawn, when the caller found
+ * nothing there). Returns -errno and *ret_index for hard errors: -EXDEV for a source in another
+ * mount namespace when the plan names none.
  */
 int mount_prepare_binds(const struct plan *plan, const int *fds, int dev_template, bool shallow,
 			int *tree_fds, int *ret_index);
@@ -33,11 +36,13 @@ int mount_dev_clone(int dev_template);
  * Child side, in its new mount namespace: make the tree private (STEP_MOUNT_PRIVATE), mount the
  * root tmpfs (STEP_ROOT), apply the plan's mounts in order (STEP_MOUNT, *ret_index = entry) and
  * remount the root read-only. On failure *ret_step says which step. tree_fds may be changed
- * (fallback clones are stored there). uid0: the sandbox runs as uid 0, whose DAC checks pass on
- * /proc's root-owned control files: those get read-only binds.
+ * (the child's clones are stored there: in user mode by path, checked to be the same inode; in
+ * privileged mode by fd, in the plan's mountNamespace). uid/gid: the requester's; the plan's
+ * directories are its own, and as uid 0, whose DAC checks pass on /proc's root-owned control
+ * files, those get read-only binds.
  */
-int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, bool uid0,
-		     int mntns_fd, int *ret_step, int *ret_index, int *ret_root_fd);
+int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, uid_t uid, gid_t gid,
+		     bool user_mode, int mntns_fd, int *ret_step, int *ret_index, int *ret_root_fd);
 
 /*
  * The namespace pool's helper (launcherd-net.c), in a mount namespace it just unshared.

@@ -477,16 +477,25 @@ static int parse_seccomp(json_t *j, size_t n_fds, struct plan *p, struct field_e
 	return 0;
 }
 
+static const struct {
+	const char *name;
+	int resource;
+} rlimit_names[] = {
+	{ "nofile", RLIMIT_NOFILE },   { "core", RLIMIT_CORE },	  { "cpu", RLIMIT_CPU },
+	{ "fsize", RLIMIT_FSIZE },     { "nproc", RLIMIT_NPROC }, { "as", RLIMIT_AS },
+	{ "memlock", RLIMIT_MEMLOCK }, { "stack", RLIMIT_STACK },
+};
+
+const char *plan_rlimit_name(int resource)
+{
+	for (size_t i = 0; i < ELEMENTSOF(rlimit_names); i++)
+		if (rlimit_names[i].resource == resource)
+			return rlimit_names[i].name;
+	return "?";
+}
+
 static int parse_rlimits(json_t *j, struct plan *p, struct field_error *err)
 {
-	static const struct {
-		const char *name;
-		int resource;
-	} names[] = {
-		{ "nofile", RLIMIT_NOFILE },   { "core", RLIMIT_CORE },	  { "cpu", RLIMIT_CPU },
-		{ "fsize", RLIMIT_FSIZE },     { "nproc", RLIMIT_NPROC }, { "as", RLIMIT_AS },
-		{ "memlock", RLIMIT_MEMLOCK }, { "stack", RLIMIT_STACK },
-	};
 	const char *key;
 	json_t *o, *v;
 	int r;
@@ -498,18 +507,18 @@ static int parse_rlimits(json_t *j, struct plan *p, struct field_error *err)
 		size_t i;
 		uint64_t value;
 
-		for (i = 0; i < ELEMENTSOF(names); i++)
-			if (streq(key, names[i].name))
+		for (i = 0; i < ELEMENTSOF(rlimit_names); i++)
+			if (streq(key, rlimit_names[i].name))
 				break;
-		if (i == ELEMENTSOF(names))
+		if (i == ELEMENTSOF(rlimit_names))
 			return field_error_set(err, -EINVAL, P ".rlimits", key, "unknown field");
 		r = ipc_json_get_uint64(o, key, true, 0, INT64_MAX, P ".rlimits", &value, err);
 		if (r < 0)
 			return r;
-		if (value > 1024 * 1024 && names[i].resource == RLIMIT_NOFILE)
+		if (value > 1024 * 1024 && rlimit_names[i].resource == RLIMIT_NOFILE)
 			return field_error_set(err, -ERANGE, P ".rlimits", key,
 					       "out of range (0..1048576)");
-		p->rlimits[p->n_rlimits].resource = names[i].resource;
+		p->rlimits[p->n_rlimits].resource = rlimit_names[i].resource;
 		p->rlimits[p->n_rlimits].value = value;
 		p->n_rlimits++;
 	}
@@ -568,7 +577,8 @@ int plan_parse(json_t *j, size_t n_fds, struct plan **ret, struct field_error *e
 	static const char *const keys[] = {
 		"argv",	   "envp",	"cwd",	     "hostname",	 "stdio",
 		"mounts",  "landlock",	"seccomp",   "rlimits",		 "cgroup",
-		"network", "proxyPort", "timeoutMs", "dieWithRequester", NULL,
+		"network", "proxyPort", "timeoutMs", "dieWithRequester", "mountNamespace",
+		NULL,
 	};
 	_cleanup_plan_ struct plan *p = NULL;
 	int r;
@@ -582,6 +592,7 @@ int plan_parse(json_t *j, size_t n_fds, struct plan **ret, struct field_error *e
 	if (!p)
 		return -ENOMEM;
 	p->seccomp_program = -1;
+	p->mount_ns = -1;
 	p->die_with_requester = true;
 
 	r = parse_argv_envp(j, p, err);
@@ -591,6 +602,8 @@ int plan_parse(json_t *j, size_t n_fds, struct plan **ret, struct field_error *e
 		r = parse_stdio(j, n_fds, p, err);
 	if (r >= 0)
 		r = parse_mounts(j, n_fds, p, err);
+	if (r >= 0)
+		r = get_fd_index(j, "mountNamespace", false, n_fds, P, &p->mount_ns, err);
 	if (r >= 0)
 		r = parse_landlock(j, p, err);
 	if (r >= 0)

@@ -89,6 +89,10 @@ struct plan {
 	size_t n_connect_tcp;
 	uint64_t landlock_scope; /* CORDON_LANDLOCK_SCOPE_* */
 
+	/* fd index of the requester's mount namespace (an nsfs fd), -1 without: where the bind
+	 * sources that are not in launcherd's own namespace are cloned (launcherd-mount.c) */
+	int mount_ns;
+
 	int seccomp_program; /* fd index, -1 when the plan carries no filter */
 	bool seccomp_kill;   /* floor denials kill (SIGSYS) instead of failing with EPERM */
 
@@ -111,4 +115,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct plan *, plan_free);
 #define _cleanup_plan_ _cleanup_(plan_freep)
 
 const char *plan_network_to_string(enum plan_network n);
+/* The plan's name of an RLIMIT_* ("nofile"), "?" for one a plan cannot name. */
+const char *plan_rlimit_name(int resource);
 int plan_network_from_string(const char *s, enum plan_network *ret);

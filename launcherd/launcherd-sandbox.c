@@ -154,10 +154,11 @@ static void sandbox_free(struct sandbox *s)
 
 struct sandbox *sandbox_find(struct launcherd *d, const char *id, uid_t uid)
 {
+	/* One whose exit was reported stays killable until its init is reaped: the report is the
+	 * init's word, written from inside the sandbox, and not proof that nothing runs there. */
 	for (struct sandbox *s = d->sandboxes; s; s = s->next)
 		/* Another user's sandbox is reported as absent: no existence oracle. */
-		if (s->uid == uid && streq(s->id, id) && s->state != SB_FAILED &&
-		    s->state != SB_EXITED)
+		if (s->uid == uid && streq(s->id, id) && s->state != SB_FAILED)
 			return s;
 	return NULL;
 }
@@ -168,7 +169,9 @@ void sandbox_usage(struct launcherd *d, uid_t uid, unsigned *ret_count, uint64_t
 	*ret_count = 0;
 	*ret_pids = *ret_memory = 0;
 	for (struct sandbox *s = d->sandboxes; s; s = s->next)
-		/* One whose exit was reported runs nothing any more: only its init is going. */
+		/* One whose exit was reported runs nothing any more: only its init is going. That
+		 * report can be trusted: the init is not the requester's to tamper with (it is
+		 * never dumpable, launcherd-light.c), and the command never holds the report fd. */
 		if (s->uid == uid && s->state != SB_EXITED) {
 			(*ret_count)++;
 			*ret_pids += s->pids_max;
@@ -535,7 +538,8 @@ static int light_config(const struct seccomp_program *floor, const struct seccom
 
 /* The user's supplementary groups are looked up once per connection (launcherd-dispatch.c). */
 int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *fds, size_t n_fds,
-		  struct seccomp_program *plan_filter, json_t *unenforced, const char **reterr_step)
+		  struct seccomp_program *plan_filter, json_t *unenforced, const char **reterr_step,
+		  int *reterr_index)
 {
 	struct plan *plan = *planp;
 	struct light_slot *slot = NULL;
@@ -578,8 +582,10 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	light = slot;
 	r = mount_prepare_binds(plan, fds, d->dev_template,
 				light && d->mode == LAUNCHERD_PRIVILEGED, tree_fds, &index);
-	if (r < 0)
+	if (r < 0) {
+		*reterr_index = index;
 		goto fail;
+	}
 	/* User mode: /dev from the pool's helper, which has a template (we have none). */
 	for (size_t i = 0; i < plan->n_mounts && d->netns_pool.dev.enabled; i++)
 		if (plan->mounts[i].type == PLAN_MOUNT_DEV && tree_fds[i] < 0) {
@@ -650,6 +656,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 		.gid = c->peer.gid,
 		.groups = c->groups,
 		.n_groups = c->n_groups,
+		.limits_differ = c->limits_differ,
 		/* Privileged mode only: no new user namespace, launcherd's empty bounding set. */
 		.bset_empty = d->bset_empty,
 		.cgroup_go_fd = cgroup_go[0],
@@ -661,6 +668,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 		.init_fd = light ? d->light.init_fd : -1,
 		.config_fd = config_fd,
 	};
+	memcpy(ctx.limits, c->limits, sizeof(ctx.limits));
 	args = (struct clone_args){
 		.flags = apply_clone_flags(&ctx) | CLONE_PIDFD,
 		.pidfd = (uint64_t)(uintptr_t)&pidfd,
@@ -670,8 +678,15 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	 * _exit(); it holds our fds only until exec (all close-on-exec). A light child shares our
 	 * memory meanwhile, but reads only the slot's copies (launcherd-light.h). */
 	if (light) {
+		sigset_t all, old;
+
+		/* Born with every signal blocked: no handler of ours may ever run in the child,
+		 * which shares our memory until its exec (launcherd_apply() keeps them so). */
+		sigfillset(&all);
+		(void)sigprocmask(SIG_SETMASK, &all, &old);
 		pid = light_clone(slot, args.flags & ~(unsigned long long)CLONE_PIDFD, &ctx, plan,
 				  &pidfd);
+		(void)sigprocmask(SIG_SETMASK, &old, NULL);
 		if (pid > 0)
 			*planp = NULL; /* the slot's until the child has left our memory */
 	} else {

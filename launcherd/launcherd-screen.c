@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,9 +29,6 @@
 #include "ipc/ipc-fdpass.h"
 #include "ipc/ipc-frame.h"
 #include "launcherd/launcherd-screen.h"
-
-/* The overflow uid and gid ("nobody", "nogroup"): what the receiver runs as under root. */
-#define RECEIVER_ID 65534
 
 #ifndef F_GET_SEALS
 #define F_GET_SEALS 1034
@@ -56,6 +54,43 @@ bool screen_fs_ok(const char *type)
 		if (streq(type, local[i]))
 			return true;
 	return false;
+}
+
+/*
+ * The file system of fd by its magic number, for a file on a mount our namespace does not list
+ * (the requester's namespace is not launcherd's: under its unit, every file of the host's).
+ * fstatfs() asks the file system (a FUSE server could stall it): only the receiver, which serves
+ * one connection, calls it. Names as in screen_fs_ok()'s list; -ENOENT for any other.
+ */
+static int magic_fstype(int fd, char fstype[SCREEN_FSTYPE_MAX])
+{
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} known[] = {
+		{ 0x01021994, "tmpfs" },   { 0x858458f6, "ramfs" },    { 0x958458f6, "hugetlbfs" },
+		{ 0xef53, "ext4" },	   { 0x58465342, "xfs" },      { 0x9123683e, "btrfs" },
+		{ 0xf2f52010, "f2fs" },	   { 0xca451a4e, "bcachefs" }, { 0x3153464a, "jfs" },
+		{ 0x3434, "nilfs2" },	   { 0x52654973, "reiserfs" }, { 0x4d44, "vfat" },
+		{ 0x2011bab0, "exfat" },   { 0x7366746e, "ntfs3" },    { 0x15013346, "udf" },
+		{ 0x9660, "iso9660" },	   { 0x73717368, "squashfs" }, { 0xe0f5e1e2, "erofs" },
+		{ 0x794c7630, "overlay" }, { 0x2fc12fc1, "zfs" },      { 0x9fa0, "proc" },
+		{ 0x62656572, "sysfs" },   { 0x1cd1, "devpts" },       { 0x19800202, "mqueue" },
+		{ 0x27e0eb, "cgroup" },	   { 0x63677270, "cgroup2" },  { 0x62656570, "configfs" },
+		{ 0x64626720, "debugfs" }, { 0x74726163, "tracefs" },  { 0x73636673, "securityfs" },
+		{ 0xcafe4a11, "bpf" },
+	};
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return -errno;
+	for (size_t i = 0; i < ELEMENTSOF(known); i++)
+		if ((unsigned long)sf.f_type == known[i].magic) {
+			(void)snprintf(fstype, SCREEN_FSTYPE_MAX, "%s", known[i].name);
+			return 0;
+		}
+	(void)snprintf(fstype, SCREEN_FSTYPE_MAX, "0x%lx", (unsigned long)sf.f_type);
+	return -ENOENT;
 }
 
 /* The type of the file system mounted as mount id in our mount namespace, from mountinfo
@@ -118,8 +153,17 @@ enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX])
 	case S_IFLNK:
 		if (fcntl(fd, F_GET_SEALS) >= 0)
 			return SCREEN_OK; /* a memfd */
-		if (!(stx.stx_mask & STATX_MNT_ID) || mount_fstype(stx.stx_mnt_id, fstype) < 0)
-			return SCREEN_UNSEEN;
+		if (fd_is_mount_ns(fd))
+			return SCREEN_OK; /* a plan's mountNamespace: nsfs, nothing to flush */
+		if (!(stx.stx_mask & STATX_MNT_ID) || mount_fstype(stx.stx_mnt_id, fstype) < 0) {
+			/* A mount of another namespace: ask the file system itself what it is. */
+			int r = magic_fstype(fd, fstype);
+
+			if (r == -ENOENT)
+				return SCREEN_FS;
+			if (r < 0)
+				return SCREEN_UNSEEN;
+		}
 		return screen_fs_ok(fstype) ? SCREEN_OK : SCREEN_FS;
 	default:
 		return SCREEN_KIND;
@@ -148,10 +192,13 @@ const char *screen_reason(const struct screen_header *h, size_t i, char *buf, si
 
 /*
  * The receiver. Each message of conn: its fds screened, then forwarded to out as screen header
- * + the frame as it came, refused fds replaced by /dev/null; then our copies closed — a refused
- * one may stall us right there, and with us only this connection.
+ * + the frame as it came, refused fds replaced by /dev/null; then, once launcherd says it has
+ * closed its copies (one byte back on out), ours — so that the last close of every fd the
+ * requester sent is ours, whatever the fd hides (a FUSE file's flush, a lingering TCP close, in
+ * an AF_UNIX socket's queue more fds of either kind): it may stall us right there, and with us
+ * only this connection.
  */
-_noreturn_ static void receiver(int conn, int out, pid_t parent)
+_noreturn_ static void receiver(int conn, int out, pid_t parent, uid_t uid, gid_t gid)
 {
 	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
@@ -170,10 +217,11 @@ _noreturn_ static void receiver(int conn, int out, pid_t parent)
 	/* Blocking reads (launcherd's own replies on this socket all pass MSG_DONTWAIT). */
 	if (fd_set_nonblock(conn, false) < 0)
 		_exit(1);
-	/* Nobody (we are forked from the privileged launcherd): no file is ours. Then no
-	 * capability at all. */
-	if (setgroups(0, NULL) < 0 || setresgid(RECEIVER_ID, RECEIVER_ID, RECEIVER_ID) < 0 ||
-	    setresuid(RECEIVER_ID, RECEIVER_ID, RECEIVER_ID) < 0)
+	/* The requester's own uid, no groups (we are forked from the privileged launcherd): only
+	 * the requester, whose connection alone we serve, can signal us; no capability at all,
+	 * never dumpable, so not even it can look inside. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || setgroups(0, NULL) < 0 ||
+	    setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
 		_exit(1);
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || syscall(SYS_capset, &head, none) < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -201,11 +249,20 @@ _noreturn_ static void receiver(int conn, int out, pid_t parent)
 		}
 		if (ipc_send_with_fds(out, h, sizeof(*h) + (size_t)n, fwd, n_fds, 0) < 0)
 			_exit(0); /* launcherd closed the connection */
+		if (n_fds > 0) {
+			char done;
+
+			do
+				n = recv(out, &done, 1, 0);
+			while (n < 0 && errno == EINTR);
+			if (n <= 0)
+				_exit(0); /* launcherd closed the connection */
+		}
 		close_many(fds, n_fds);
 	}
 }
 
-int screen_start(int conn_fd, int *ret_fd, int *ret_pidfd)
+int screen_start(int conn_fd, uid_t uid, gid_t gid, int *ret_fd, int *ret_pidfd)
 {
 	pid_t parent = getpid(), pid;
 	int sv[2], pidfd, r;
@@ -216,7 +273,7 @@ int screen_start(int conn_fd, int *ret_fd, int *ret_pidfd)
 	 * flags return ENOSYS); the pidfd is taken while the child cannot have been reaped. */
 	pid = fork();
 	if (pid == 0)
-		receiver(conn_fd, sv[1], parent);
+		receiver(conn_fd, sv[1], parent, uid, gid);
 	safe_close(sv[1]);
 	if (pid < 0) {
 		r = -errno;
@@ -234,6 +291,11 @@ int screen_start(int conn_fd, int *ret_fd, int *ret_pidfd)
 	*ret_fd = sv[0];
 	*ret_pidfd = pidfd;
 	return 0;
+}
+
+int screen_done(int fd)
+{
+	return send(fd, "d", 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -errno;
 }
 
 int screen_recv(int fd, json_t **ret, int *fds, size_t *ret_n_fds, struct screen_header *hdr)

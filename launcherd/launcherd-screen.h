@@ -1,27 +1,32 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * In privileged mode, every connection's messages reach launcherd through a receiver: a process
- * of its own (forked per connection, nobody, no capabilities) that takes each message and its
- * fds off the requester's socket, screens the fds, and forwards the message with only the fds
- * launcherd can later close without waiting on anyone. (User mode serves its own user only: a
- * stall there would be that user's own, and files on its NFS or FUSE home must stay usable.)
+ * of its own (forked per connection, the requester's uid, no capabilities, never dumpable) that
+ * takes each message and its fds off the requester's socket, screens the fds, and forwards the
+ * message with only the fds launcherd may hold. (User mode serves its own user only: a stall
+ * there would be that user's own, and files on its NFS or FUSE home must stay usable.)
  *
- * Why: close() of a file calls its file system's flush, on every close. On FUSE that is a
- * request to the FUSE server, waited for until it answers; a requester who runs the server
- * (any user, with fusermount or an unprivileged user namespace) never answers, and a
- * single-threaded daemon that closed such an fd would be frozen for every user. Nothing can
- * drop an fd from a process without that flush, so such an fd must never enter launcherd's fd
- * table (nor, through it, a sandbox's): the receiver, which stalls instead, serves only the one
- * connection that sent it.
+ * Why: close() of a file calls its file system's flush, on every close, and the last close
+ * releases it. On FUSE a flush is a request to the FUSE server, waited for until it answers; a
+ * requester who runs the server (any user, with fusermount or an unprivileged user namespace)
+ * never answers. The release of a TCP socket with SO_LINGER waits for its peer to take the
+ * unsent data; the release of an AF_UNIX socket releases the fds still queued in it, any of
+ * these. A single-threaded daemon that made such a close would be frozen for every user. So:
+ *  - the receiver keeps its own copies of a message's fds until launcherd says it has closed
+ *    its (screen_done()): launcherd's close is never the last, whatever an fd hides;
+ *  - the fds launcherd may hold at all are those whose every close is harmless too (a
+ *    flush that cannot wait): the receiver, which stalls instead, serves only the one
+ *    connection that sent it.
  *
  * Accepted (closing never waits on another process): O_PATH fds (any file system: they have no
- * file operations), pipes, AF_UNIX sockets, character and block devices, memfds, and files and
- * directories on a mount in launcherd's mount namespace whose file system is local and on
- * screen_fs_ok()'s list. Refused: the rest — files on FUSE, NFS, CIFS and other file systems
- * that flush over a wire, files on mounts launcherd cannot see, network sockets (a lingering
- * close waits for the peer), anonymous inodes. A refused fd is replaced in the forwarded
- * message by /dev/null, and the screen header says why, so that a plan that names it is
- * answered with an error (launcherd-dispatch.c), never run with a substitute.
+ * file operations), pipes, AF_UNIX sockets, character and block devices, memfds, mount
+ * namespaces (a plan's mountNamespace), and files and directories whose file system is local
+ * and on screen_fs_ok()'s list (by our mount table, or for a mount of another namespace by the
+ * file system's magic number). Refused: the rest — files on FUSE, NFS, CIFS and other file
+ * systems that flush over a wire, network sockets (a lingering close waits for the peer),
+ * anonymous inodes. A refused fd is replaced in the forwarded message by /dev/null, and the
+ * screen header says why, so that a plan that names it is answered with an error
+ * (launcherd-dispatch.c), never run with a substitute.
  */
 #pragma once
 
@@ -61,16 +66,21 @@ const char *screen_reason(const struct screen_header *h, size_t i, char *buf, si
  * and its lookups never wait on another process or a remote server. */
 bool screen_fs_ok(const char *type);
 
-/* Screen one fd without blocking; SCREEN_OK or why not (fstype filled for SCREEN_FS). */
+/* Screen one fd; SCREEN_OK or why not (fstype filled for SCREEN_FS). Only the receiver calls
+ * it: for a file on a mount our namespace does not list, it asks the file system (fstatfs). */
 enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX]);
 
 /*
  * launcherd's side, privileged mode (user mode serves its own user only and reads its socket
- * itself). Fork conn_fd's receiver (it runs as nobody): *ret_fd is where the screened messages
- * arrive, *ret_pidfd the receiver's pidfd (launcherd reaps it). conn_fd stays launcherd's, for
- * replies.
+ * itself). Fork conn_fd's receiver (it runs as uid/gid, the requester's, without groups or
+ * capabilities): *ret_fd is where the screened messages arrive, *ret_pidfd the receiver's pidfd
+ * (launcherd reaps it). conn_fd stays launcherd's, for replies.
  */
-int screen_start(int conn_fd, int *ret_fd, int *ret_pidfd);
+int screen_start(int conn_fd, uid_t uid, gid_t gid, int *ret_fd, int *ret_pidfd);
+
+/* Tell the receiver on fd that launcherd has closed its copies of the last message's fds (sent
+ * once per message that carried any): the receiver then closes its own, the last ones. */
+int screen_done(int fd);
 
 /*
  * Receive one screened message from the receiver: like ipc_frame_recv_json() (1, 0 at EOF,

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -24,6 +25,10 @@
 #define LAUNCHERD_PROTOCOL_VERSION 1
 /* Open connections per user at once (each has a receiver process: launcherd-screen.h). */
 #define LAUNCHERD_CONNS_PER_USER_MAX 64
+/* Replies that may wait for a requester that does not read before launcherd stops reading its
+ * requests; it reads them again once fewer than CONN_OUTQ_RESUME wait. */
+#define CONN_OUTQ_MAX 64
+#define CONN_OUTQ_RESUME 16
 #define LAUNCHERD_DEFAULT_SOCKET CORDON_RUNSTATEDIR "/cordon/launcherd.sock"
 #define LAUNCHERD_DEFAULT_FLOOR CORDON_SYSCONFDIR "/cordon/launcherd.json"
 
@@ -38,10 +43,11 @@ struct sandbox;
 struct launcherd {
 	enum launcherd_mode mode;
 	struct event_loop *loop;
-	int listen_fd;	  /* -1 in --socket-fd mode */
-	bool single;	  /* --socket-fd: exit when that connection and its sandboxes are gone */
-	bool stopping;	  /* SIGTERM: no new connections, kill everything, exit when reaped */
-	int devnull_fd;	  /* stdio the plan leaves out */
+	int listen_fd;	/* -1 in --socket-fd mode */
+	bool single;	/* --socket-fd: exit when that connection and its sandboxes are gone */
+	bool stopping;	/* SIGTERM: no new connections, kill everything, exit when reaped */
+	int devnull_fd; /* stdio the plan leaves out */
+	int suid_dumpable_fd; /* privileged mode: /proc/sys/fs/suid_dumpable, or -1 */
 	int dev_template; /* privileged mode: the fixed part of /dev (launcherd-mount.c), or -1 */
 
 	/* Privileged mode, set only there: our bounding set is empty, so each sandbox's is (user
@@ -94,8 +100,14 @@ struct conn {
 	struct ucred peer;     /* SO_PEERCRED: the only identity launcherd trusts */
 	gid_t *groups;	       /* the peer user's supplementary groups (system database) */
 	size_t n_groups;
+	/* Privileged mode: the peer process's resource limits at connect time, and which differ
+	 * from ours (launcherd-apply.h) */
+	struct rlimit limits[RLIM_NLIMITS];
+	uint32_t limits_differ;
 	struct out_msg *outq; /* replies waiting for the socket to drain */
 	struct out_msg **outq_tail;
+	size_t n_outq;
+	bool reading_paused; /* CONN_OUTQ_MAX replies wait: requests are not read meanwhile */
 	bool closing;
 };
 
@@ -121,13 +133,14 @@ struct plan;
 /*
  * Start a sandbox for c's peer from a validated plan. fds are the message's fds, still owned by
  * the caller. On success the reply (spawned or error) is sent later, when the child's status
- * pipe resolves. Errors before clone are answered by the caller from *reterr_step/-errno.
+ * pipe resolves. Errors before clone are answered by the caller from *reterr_step/-errno, and
+ * *reterr_index (the plan's mount entry, or -1).
  * unenforced (optional rules the kernel cannot enforce) goes into "spawned"; a reference is
  * taken. The plan stays the caller's, unless this sets *plan to NULL (a light spawn took it).
  */
 int sandbox_start(struct conn *c, int64_t seq, struct plan **plan, const int *fds, size_t n_fds,
-		  struct seccomp_program *plan_filter, json_t *unenforced,
-		  const char **reterr_step);
+		  struct seccomp_program *plan_filter, json_t *unenforced, const char **reterr_step,
+		  int *reterr_index);
 struct sandbox *sandbox_find(struct launcherd *d, const char *id, uid_t uid);
 int sandbox_signal(struct sandbox *s, int sig, enum kill_reason reason);
 /* The connection went away: kill the sandboxes that asked for it, detach the others. */
@@ -138,3 +151,5 @@ void sandbox_usage(struct launcherd *d, uid_t uid, unsigned *ret_count, uint64_t
 		   uint64_t *ret_memory);
 /* Called when the last sandbox is gone (single mode / shutdown). */
 void launcherd_maybe_exit(struct launcherd *d);
+/* Privileged mode: fs.suid_dumpable is 1 now (launcherd-main.c says why that is refused). */
+bool launcherd_suid_dumpable_debug(struct launcherd *d);

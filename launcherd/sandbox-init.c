@@ -314,6 +314,8 @@ _noreturn_ void init_main(long *sp)
 	uint64_t all = ~0ULL, none = 0;
 	long r, child;
 
+	/* Non-dumpable from exec already (our memfd is execute-only): said again, first thing. */
+	(void)sc5(__NR_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
 	(void)sc5(__NR_prctl, PR_SET_NAME, "cordon-init", 0, 0, 0);
 	tracing = sc2(__NR_fcntl, SANDBOX_INIT_FD_TRACE, F_GETFD) >= 0;
 
@@ -379,7 +381,6 @@ _noreturn_ void init_main(long *sp)
 	 * alone. The report and the trace stay. Nor can the command (ptrace, /proc/1/fd) reach
 	 * what we keep, even as uid 0. */
 	(void)sc3(__NR_close_range, 0, SANDBOX_INIT_FD_STATUS, 0);
-	(void)sc5(__NR_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
 
 	/* The init: forward every signal a supervisor sends (launcherd's kill requests, SIGKILL
 	 * aside, reach pid 1), reap every process that ends up ours, and when the command ends,
