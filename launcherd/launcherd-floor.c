@@ -22,6 +22,7 @@ static void floor_defaults(struct floor *f)
 		.max_network = PLAN_NETWORK_PROXY,
 		.host_mode = false,
 		.max_sandboxes = 256,
+		.pids_max = 65536,
 	};
 }
 
@@ -94,6 +95,7 @@ static int parse_floor(json_t *j, struct floor *f, struct field_error *err)
 					&f->pids_max, err);
 		if (r < 0)
 			return r;
+		f->pids_max_required = r > 0;
 		r = ipc_json_get_uint64(pu, "memoryMaxBytes", false, PLAN_MEMORY_MIN, INT64_MAX,
 					"perUser", &f->memory_max, err);
 		if (r < 0)
@@ -188,7 +190,7 @@ int floor_check_plan(const struct floor *f, const struct plan *p, struct field_e
 				       "\"%s\" is above the admin floor's maximum \"%s\"",
 				       plan_network_to_string(p->network),
 				       plan_network_to_string(f->max_network));
-	if (f->pids_max && !p->pids_max)
+	if (f->pids_max_required && !p->pids_max)
 		return field_error_set(err, -EPERM, "plan.cgroup", "pidsMax",
 				       "required by the admin floor (per-user ceiling %llu)",
 				       (unsigned long long)f->pids_max);

@@ -36,8 +36,12 @@ struct floor {
 	char **allow_users;  /* NULL: everyone */
 	char **allow_groups; /* NULL: no group-based allowance beyond allow_users */
 	uint64_t max_sandboxes;
-	uint64_t pids_max;   /* per-user ceiling over live sandboxes; 0: none */
-	uint64_t memory_max; /* idem, bytes */
+	/* Per-user ceiling over live sandboxes' plan.cgroup.pidsMax; 0: none. Built in: 65536
+	 * (a plan without a pids limit is bounded by its requester's own RLIMIT_NPROC, which every
+	 * sandbox starts from); set by the admin (pids_max_required), a plan must carry one. */
+	uint64_t pids_max;
+	bool pids_max_required;
+	uint64_t memory_max; /* idem, bytes; a plan must carry one when set */
 };
 
 /* Load path (missing: defaults). Errors: -EPERM (ownership/mode), -EINVAL (content, with

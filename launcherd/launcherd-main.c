@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -43,12 +44,14 @@
 /* What privileged mode needs, and nothing more: mounts and pivot_root (SYS_ADMIN), the identity
  * switch (SETUID, SETGID), emptying the child's bounding set (SETPCAP), lo up in the child's
  * netns (NET_ADMIN), signals to other users' sandboxes it created (KILL), and, used only when
- * held, plan rlimits above launcherd's own hard limits (SYS_RESOURCE) and entering a mount
- * namespace prepared ahead of time (SYS_CHROOT, which setns(CLONE_NEWNS) requires). */
+ * held, plan rlimits above launcherd's own hard limits (SYS_RESOURCE), entering a mount
+ * namespace prepared ahead of time or the requester's (SYS_CHROOT, which setns(CLONE_NEWNS)
+ * requires), and giving the requester the plan's directories launcherd made in the sandbox's
+ * root tmpfs ($HOME: CHOWN, launcherd-mount.c). */
 static const cap_value_t needed_caps[] = {
 	CAP_SYS_ADMIN, CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_NET_ADMIN, CAP_KILL,
 };
-static const cap_value_t optional_caps[] = { CAP_SYS_RESOURCE, CAP_SYS_CHROOT };
+static const cap_value_t optional_caps[] = { CAP_SYS_RESOURCE, CAP_SYS_CHROOT, CAP_CHOWN };
 
 static struct launcherd daemon_state;
 
@@ -111,6 +114,24 @@ static void refuse_suid_dumpable_debug(struct launcherd *d)
 		die("refusing to start in privileged mode: fs.suid_dumpable is 1, so a requester "
 		    "could ptrace its sandbox's set-up while it switches to the requester's uid "
 		    "and still holds capabilities. Hint: sysctl fs.suid_dumpable=0 (or 2)");
+}
+
+/*
+ * Every sandbox holds a few of our fds (its pidfd, status and report pipes, a pooled namespace)
+ * and every connection two, across all users: the soft limit of 1024 a shell or a unit starts
+ * us with would let one user's sandboxes make another user's spawn fail with EMFILE. Take the
+ * hard limit (the unit sets it with LimitNOFILE=); sandboxes do not inherit it (each starts
+ * from its requester's own limits). Per-user ceilings (the floor's maxSandboxes, connections
+ * per user) bound what one user can hold of it.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static bool cap_held(cap_t caps, cap_value_t c)
@@ -432,6 +453,7 @@ int main(int argc, char **argv)
 		d->mode = LAUNCHERD_USER;
 	else
 		die("--mode: expected auto, privileged or user");
+	raise_nofile();
 	r = floor_load(floor_path, &d->floor, &fe);
 	if (r < 0)
 		die("refusing to start: admin floor \"%s\"%s%s: %s", floor_path,

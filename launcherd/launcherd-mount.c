@@ -442,11 +442,9 @@ static int mount_tmpfs(struct root_builder *b, const struct plan_mount *m)
 	return 0;
 }
 
-/* A directory of the plan's (the requester's $HOME, most often) in a tmpfs of ours, with its
- * exact mode, owned by the requester: a 0700 home owned by root would shut the requester out of
- * what is bound beneath it. It stays read-only (the root tmpfs is at the end), so owning it lets
- * the requester change nothing but what the plan binds there. */
-static int mount_dir(struct root_builder *b, const struct plan_mount *m, uid_t uid, gid_t gid)
+/* A directory of the plan's in a tmpfs of ours, with its exact mode (its owner is set last:
+ * give_dirs()). */
+static int mount_dir(struct root_builder *b, const struct plan_mount *m)
 {
 	_cleanup_close_ int parent = -1, d = -1;
 	const char *last;
@@ -462,9 +460,38 @@ static int mount_dir(struct root_builder *b, const struct plan_mount *m, uid_t u
 		return d;
 	/* Exact mode, whatever the umask; by name since fchmod refuses O_PATH fds (no symlink
 	 * can be there: the walk created or found a directory in a tmpfs of ours). */
-	if (fchownat(mp_fd(b, parent), last, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    fchmodat(mp_fd(b, parent), last, m->mode, 0) < 0)
+	if (fchmodat(mp_fd(b, parent), last, m->mode, 0) < 0)
 		return -errno;
+	return 0;
+}
+
+/*
+ * The plan's directories (the requester's $HOME, most often) become the requester's, once every
+ * mount point beneath them is made: a 0700 home owned by root would shut the requester out of
+ * what is bound there, and once it is the requester's, launcherd (which cannot override file
+ * modes) could not go through it any more. Deepest first, for the same reason. The root is
+ * read-only at the end, so owning one lets the requester change nothing but what the plan mounts
+ * beneath it. Without CAP_CHOWN (a unit that withholds it) they stay root's.
+ */
+static int give_dirs(struct root_builder *b, const struct plan *plan, uid_t uid, gid_t gid,
+		     int *ret_index)
+{
+	for (size_t i = plan->n_mounts; i-- > 0;) {
+		_cleanup_close_ int d = -1;
+
+		if (plan->mounts[i].type != PLAN_MOUNT_DIR)
+			continue;
+		*ret_index = (int)i;
+		d = openat2_beneath(b->root_fd, plan->mounts[i].target + 1, O_PATH | O_DIRECTORY);
+		if (d < 0)
+			return d;
+		if (fchownat(d, "", uid, gid, AT_EMPTY_PATH) < 0) {
+			if (errno == EPERM)
+				return 0;
+			return -errno;
+		}
+	}
+	*ret_index = -1;
 	return 0;
 }
 
@@ -785,7 +812,7 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, uid
 			r = mount_tmpfs(&b, m);
 			break;
 		case PLAN_MOUNT_DIR:
-			r = mount_dir(&b, m, uid, gid);
+			r = mount_dir(&b, m);
 			break;
 		case PLAN_MOUNT_SYMLINK:
 			r = mount_symlink(&b, m);
@@ -807,6 +834,9 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, uid
 		if (r < 0)
 			return r;
 	}
+	r = give_dirs(&b, plan, uid, gid, ret_index);
+	if (r < 0)
+		return r;
 	*ret_index = -1;
 
 	*ret_step = STEP_ROOT;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -783,16 +784,42 @@ static int build_seccomp(struct compiler *c)
 		       : 0;
 }
 
+/*
+ * Our mount namespace, which the bind sources' fds lie in: a launcher in another one (a system
+ * launcherd under its unit) clones them in this one, so that the sandbox sees exactly our view
+ * of them (PROTOCOL.md §1.3, mountNamespace). Not for a fake host root (golden tests).
+ */
+static int build_mount_ns(struct compiler *c)
+{
+	int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC), idx;
+
+	if (fd < 0)
+		return field_error_set(c->err, -errno, "filesystem", NULL,
+				       "cannot open our mount namespace: %s", strerror(errno));
+	idx = compiled_plan_add_fd(c->out, fd, "mount namespace");
+	if (idx < 0)
+		return idx;
+	return json_object_set_new(c->out->plan, "mountNamespace", json_integer(idx)) < 0 ? -ENOMEM
+											  : 0;
+}
+
 static int build_limits(struct compiler *c)
 {
 	const struct policy_limits *l = &c->p->limits;
 	const bool cg = c->ctx->caps.cgroup != POLICY_CGROUP_NONE;
 	_cleanup_json_ json_t *rl = NULL, *cgroup = json_object();
+	uint64_t files = l->files;
+	struct rlimit own;
 	int r;
 
 	if (!cgroup)
 		return -ENOMEM;
-	rl = json_pack("{s:I, s:i}", "nofile", (json_int_t)l->files, "core", 0);
+	/* A limit, so at most what we may have ourselves: a launcher refuses a plan above its
+	 * requester's hard limit (an admin's per-user limit), and lowering one narrows. */
+	if (getrlimit(RLIMIT_NOFILE, &own) == 0 && own.rlim_max != RLIM_INFINITY &&
+	    files > own.rlim_max)
+		files = own.rlim_max;
+	rl = json_pack("{s:I, s:i}", "nofile", (json_int_t)files, "core", 0);
 	if (!rl)
 		return -ENOMEM;
 	if (l->cpu_seconds > 0 &&
@@ -1094,6 +1121,8 @@ int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
 											  : 0;
 	if (r >= 0)
 		r = build_mounts(&c);
+	if (r >= 0 && !c.host.in_root)
+		r = build_mount_ns(&c);
 	if (r >= 0)
 		r = build_landlock(&c);
 	if (r >= 0)
