@@ -16,10 +16,12 @@ cordon_LDFLAGS = $(AM_LDFLAGS) $(CLI_LDFLAGS)
 
 ## End-to-end tests through the CLI (controller started on demand, user-mode launcher).
 TESTS += \
-	tests/integration/cli-run.sh
+	tests/integration/cli-run.sh \
+	tests/integration/cli-persistence.sh
 EXTRA_DIST += \
 	tests/integration/cli-lib.sh \
-	tests/integration/cli-run.sh
+	tests/integration/cli-run.sh \
+	tests/integration/cli-persistence.sh
 TESTS += tests/integration/controller-rpc.sh
 EXTRA_DIST += \
 	tests/integration/controller-rpc.sh \

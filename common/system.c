@@ -65,6 +65,22 @@ int fd_dup_cloexec(int fd, int min)
 	return r < 0 ? -errno : r;
 }
 
+int fd_get_path(int fd, char **ret)
+{
+	char proc[64], buf[PATH_MAX];
+	ssize_t n;
+
+	(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	if (buf[0] != '/')
+		return -EINVAL;
+	*ret = strdup(buf);
+	return *ret ? 0 : -ENOMEM;
+}
+
 bool fd_is_mount_ns(int fd)
 {
 	char proc[64], name[32];

@@ -17,6 +17,9 @@ int fd_dup_cloexec(int fd, int min);
 /* Whether fd is a mount namespace (an nsfs file, as from open("/proc/self/ns/mnt")). Asks no
  * file system and no driver: the fd's name must read "mnt:[…]" before the nsfs ioctl is used. */
 bool fd_is_mount_ns(int fd);
+/* Where fd leads, every symlink resolved (its /proc/self/fd link): a new string in *ret, or
+ * -errno (-EINVAL for an fd that names no place in the tree: deleted, detached, a socket). */
+int fd_get_path(int fd, char **ret);
 /* Close every fd above 2 but the n in keep (sorted here; negative entries ignored). */
 void close_all_but(int *keep, size_t n);
 

@@ -6,6 +6,7 @@ libpolicy_a_SOURCES = \
 	%reldir%/policy-model.c %reldir%/policy-model.h \
 	%reldir%/policy-syscalls.c %reldir%/policy-syscalls.h \
 	%reldir%/policy-default.c %reldir%/policy-default.h \
+	%reldir%/policy-hostexec.c %reldir%/policy-hostexec.h \
 	%reldir%/policy-parse.c %reldir%/policy-parse.h \
 	%reldir%/policy-narrow.c %reldir%/policy-narrow.h \
 	%reldir%/policy-explain.c %reldir%/policy-explain.h
@@ -26,7 +27,8 @@ policy_unit_tests = \
 	tests/unit/test-policy-parse \
 	tests/unit/test-policy-compile \
 	tests/unit/test-policy-narrow \
-	tests/unit/test-policy-explain
+	tests/unit/test-policy-explain \
+	tests/unit/test-policy-hostexec
 check_PROGRAMS += $(policy_unit_tests)
 TESTS += $(policy_unit_tests)
 
@@ -45,6 +47,10 @@ tests_unit_test_policy_narrow_CFLAGS = $(POLICY_TESTS_CF)
 tests_unit_test_policy_explain_SOURCES = tests/unit/test-policy-explain.c
 tests_unit_test_policy_explain_LDADD = $(POLICY_TESTS_LIBS)
 tests_unit_test_policy_explain_CFLAGS = $(POLICY_TESTS_CF)
+
+tests_unit_test_policy_hostexec_SOURCES = tests/unit/test-policy-hostexec.c
+tests_unit_test_policy_hostexec_LDADD = $(POLICY_TESTS_LIBS)
+tests_unit_test_policy_hostexec_CFLAGS = $(POLICY_TESTS_CF)
 
 ## The policy reader's fuzz target; make check replays tests/fuzz/corpus/policy/.
 check_PROGRAMS += tests/fuzz/fuzz-policy

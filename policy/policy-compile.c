@@ -20,6 +20,7 @@
 #include "ipc/ipc-fdpass.h"
 #include "policy/policy-compile.h"
 #include "policy/policy-default.h"
+#include "policy/policy-hostexec.h"
 #include "policy/policy-parse.h"
 #include "policy/policy-seccomp.h"
 #include "policy/policy-syscalls.h"
@@ -44,9 +45,13 @@ struct compiled_plan *compiled_plan_free(struct compiled_plan *p)
 	strv_free(p->skipped);
 	for (size_t i = 0; i < p->n_sources; i++) {
 		free(p->sources[i].host);
+		free(p->sources[i].target);
 		free(p->sources[i].link);
 	}
 	free(p->sources);
+	free(p->host_exec_key);
+	free(p->host_exec_fds);
+	strv_free(p->host_exec_absent);
 	free(p);
 	return NULL;
 }
@@ -193,6 +198,7 @@ struct compiler {
 	struct host host;
 	struct bind *binds;
 	size_t n_binds;
+	struct policy_host_exec_list *hx; /* the writable binds' host-executed paths */
 	struct mount *mounts;
 	size_t n_mounts;
 	struct compiled_plan *out;
@@ -215,6 +221,7 @@ static void compiler_done(struct compiler *c)
 		json_decref(c->mounts[i].j);
 	}
 	free(c->mounts);
+	policy_host_exec_list_free(c->hx);
 	safe_close(c->host.root_fd);
 	policy_free(c->owned);
 }
@@ -260,6 +267,16 @@ static int add_bind(struct compiler *c, const char *host, const char *target, bo
 	return 0;
 }
 
+/* The workspace is the caller's home or contains it: every file the user's session runs
+ * would be the sandbox's to change (~/.bashrc, ~/.profile, ~/.config/autostart). */
+static int home_refused(struct compiler *c, const char *path)
+{
+	return field_error_set(c->err, -EPERM, "filesystem.workspace.path", NULL,
+			       "\"%s\" is your home directory or contains it; run in a project "
+			       "directory, or set filesystem.workspace.allowHome",
+			       path);
+}
+
 static int collect_binds(struct compiler *c)
 {
 	const struct policy *p = c->p;
@@ -301,6 +318,8 @@ static int collect_binds(struct compiler *c)
 			return field_error_set(c->err, -EINVAL, "filesystem.workspace.path", NULL,
 					       "resolves to \"/\"; run from a project directory or "
 					       "set the workspace path");
+		if (!w->allow_home && policy_path_under(c->ctx->home, w->path))
+			return home_refused(c, w->path);
 		r = add_bind(c, w->path, w->mount_at ? w->mount_at : w->path,
 			     w->access == POLICY_ACCESS_READ_WRITE, policy_is_optional(p, id),
 			     w->mount_at ? "filesystem.workspace.mountAt"
@@ -411,6 +430,88 @@ static int open_binds(struct compiler *c)
 	return 0;
 }
 
+/* The same refusal for a workspace that reaches the home (or above it) through a symlink. */
+static int check_home(struct compiler *c)
+{
+	const struct policy_workspace *w = &c->p->fs.workspace;
+	_cleanup_free_ char *ws = NULL, *home = NULL;
+	_cleanup_close_ int hfd = -1;
+
+	if (!w->present || w->allow_home)
+		return 0;
+	for (size_t i = 0; i < c->n_binds; i++) {
+		const struct bind *b = &c->binds[i];
+		int r;
+
+		if (!startswith(b->field, "filesystem.workspace") || b->absent || b->fd < 0)
+			continue;
+		if (host_open(&c->host, c->ctx->home, O_PATH | O_DIRECTORY, &hfd) < 0)
+			return 0; /* no home on this host: nothing of it to expose */
+		r = fd_get_path(b->fd, &ws);
+		if (r >= 0)
+			r = fd_get_path(hfd, &home);
+		if (r < 0)
+			return r == -ENOMEM ? r : 0;
+		if (policy_path_under(home, ws))
+			return home_refused(c, w->path);
+	}
+	return 0;
+}
+
+/*
+ * The host-executed paths of the writable binds (policy-hostexec.h), made bindable: a git
+ * directory's missing hooks, info and config are made (empty) here. A symlink among them cannot
+ * be kept read-only: the spawn is refused, naming the entry to opt out of.
+ */
+static int scan_host_exec(struct compiler *c)
+{
+	_cleanup_free_ struct policy_host_exec_bind *hb = calloc(c->n_binds + 1, sizeof(*hb));
+	const struct policy_host_exec_ctx hctx = {
+		.p = c->p,
+		.cwd = c->ctx->cwd,
+		.home = c->ctx->home,
+		.envp = c->ctx->envp,
+		.host_root_fd = c->host.root_fd,
+		.in_root = c->host.in_root,
+		.create = true,
+	};
+	size_t n = 0;
+	int r;
+
+	if (!hb)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n_binds; i++)
+		if (!c->binds[i].absent && !c->binds[i].link && c->binds[i].fd >= 0)
+			hb[n++] = (struct policy_host_exec_bind){ .fd = c->binds[i].fd,
+								  .host = c->binds[i].host,
+								  .target = c->binds[i].target,
+								  .rw = c->binds[i].rw };
+	r = policy_host_exec_scan(&hctx, hb, n, &c->hx, c->err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < c->hx->n; i++) {
+		const struct policy_host_exec_item *it = &c->hx->items[i];
+
+		if (it->state == POLICY_HOST_EXEC_SYMLINK)
+			return field_error_set(c->err, -EPERM, "filesystem.hostExecuted", NULL,
+					       "\"%s\" is a symbolic link or lies below one, which "
+					       "cordon cannot keep read-only; list \"%s\" in "
+					       "filesystem.hostExecuted.allow to run anyway",
+					       it->host, it->entry->id);
+		if (it->state == POLICY_HOST_EXEC_ABSENT &&
+		    (r = strv_push(&c->out->host_exec_absent, it->host)) < 0)
+			return r;
+	}
+	c->out->host_exec_key = policy_host_exec_key(c->hx);
+	c->out->host_exec_fds = calloc(c->hx->n + 1, sizeof(int));
+	if (!c->out->host_exec_key || !c->out->host_exec_fds)
+		return -ENOMEM;
+	c->out->n_host_exec = c->hx->n;
+	for (size_t i = 0; i < c->hx->n; i++)
+		c->out->host_exec_fds[i] = -1;
+	return 0;
+}
+
 static int add_mount(struct compiler *c, const char *target, int rank, json_t *j)
 {
 	struct mount *m;
@@ -463,6 +564,15 @@ static int cmp_mount(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The fds of a plan besides its bind sources, all in one launcher message: the seccomp
+ * program, the mount namespace, and stdin, stdout and stderr. */
+#define PLAN_FDS_OTHER 5
+
+static bool fd_room(const struct compiler *c)
+{
+	return c->out->n_fds + 1 + PLAN_FDS_OTHER <= IPC_MAX_FDS;
+}
+
 static int build_mounts(struct compiler *c)
 {
 	const struct policy *p = c->p;
@@ -490,12 +600,11 @@ static int build_mounts(struct compiler *c)
 				return r;
 			continue;
 		}
-		/* Room for the seccomp program and stdio in one launcher message. */
-		if (c->out->n_fds + 4 >= IPC_MAX_FDS)
+		if (!fd_room(c))
 			return field_error_set(c->err, -E2BIG, b->field, NULL,
 					       "more than %d paths to bind (the launcher channel "
 					       "carries at most %d fds)",
-					       IPC_MAX_FDS - 4, IPC_MAX_FDS);
+					       IPC_MAX_FDS - PLAN_FDS_OTHER, IPC_MAX_FDS);
 		idx = compiled_plan_add_fd(c->out, TAKE_FD(b->fd), b->host);
 		if (idx < 0)
 			return idx;
@@ -503,6 +612,42 @@ static int build_mounts(struct compiler *c)
 		r = add_mount(c, b->target, 0,
 			      json_pack("{s:s, s:i, s:s, s:b}", "type", "bind", "source", idx,
 					"target", b->target, "readOnly", !b->rw));
+		if (r < 0)
+			return r;
+	}
+
+	/* Host-executed paths: read-only over themselves (hooks hidden), their directories
+	 * pinned by a read-write bind over themselves. */
+	for (size_t i = 0; c->hx && i < c->hx->n; i++) {
+		struct policy_host_exec_item *it = &c->hx->items[i];
+		int idx;
+
+		if (it->state != POLICY_HOST_EXEC_PRESENT && it->state != POLICY_HOST_EXEC_CREATED)
+			continue;
+		if (it->how == POLICY_HOST_EXEC_HIDE) {
+			r = add_mount(c, it->target, 1,
+				      json_pack("{s:s, s:s}", "type", "deny", "target",
+						it->target));
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (!fd_room(c))
+			return field_error_set(c->err, -E2BIG, "filesystem.hostExecuted", NULL,
+					       "keeping \"%s\" and the other host-executed paths "
+					       "read-only takes more binds than one launcher "
+					       "message carries (%d fds); opt some out with "
+					       "filesystem.hostExecuted.allow (\".git/modules\": "
+					       "a repository's submodules)",
+					       it->host, IPC_MAX_FDS);
+		idx = compiled_plan_add_fd(c->out, TAKE_FD(it->fd), it->host);
+		if (idx < 0)
+			return idx;
+		c->out->host_exec_fds[i] = idx;
+		r = add_mount(c, it->target, 0,
+			      json_pack("{s:s, s:i, s:s, s:b}", "type", "bind", "source", idx,
+					"target", it->target, "readOnly",
+					it->how != POLICY_HOST_EXEC_PIN));
 		if (r < 0)
 			return r;
 	}
@@ -1049,9 +1194,11 @@ static int record_sources(struct compiler *c)
 
 		*s = (struct plan_source){ .absent = b->absent,
 					   .follow = b->followed,
+					   .rw = b->rw,
 					   .fd_index = b->fd_index };
 		s->host = strdup(b->host);
-		if (!s->host)
+		s->target = strdup(b->target);
+		if (!s->host || !s->target)
 			return -ENOMEM;
 		if (b->seen_link) {
 			s->link = strdup(b->seen_link);
@@ -1111,6 +1258,10 @@ int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
 	if (r >= 0)
 		r = open_binds(&c);
 	if (r >= 0)
+		r = check_home(&c);
+	if (r >= 0)
+		r = scan_host_exec(&c);
+	if (r >= 0)
 		r = build_argv(ctx, out->plan, err);
 	if (r >= 0)
 		r = build_cwd(&c);
@@ -1157,6 +1308,12 @@ void compiled_plan_close_sources(struct compiled_plan *p)
 {
 	for (size_t i = 0; i < p->n_sources; i++) {
 		int k = p->sources[i].fd_index;
+
+		if (k >= 0 && (size_t)k < p->n_fds)
+			p->fds[k] = safe_close(p->fds[k]);
+	}
+	for (size_t i = 0; i < p->n_host_exec; i++) {
+		int k = p->host_exec_fds[i];
 
 		if (k >= 0 && (size_t)k < p->n_fds)
 			p->fds[k] = safe_close(p->fds[k]);
@@ -1214,6 +1371,62 @@ static int reopen_source(const struct host *h, const struct plan_source *s, int 
 	return 1;
 }
 
+/*
+ * The host-executed paths, scanned again in the binds as reopened (nothing is made now): the same
+ * list as the cached plan's or -ESTALE (a path appeared, vanished, or a submodule came). Each
+ * bound one's fd goes to its slot in reopened.
+ */
+static int rescan_host_exec(const struct policy *policy, const struct compiled_plan *cached,
+			    const struct compile_ctx *ctx, const struct host *h, int *reopened,
+			    struct field_error *err)
+{
+	_cleanup_free_ struct policy_host_exec_bind *hb =
+		calloc(cached->n_sources + 1, sizeof(*hb));
+	_cleanup_host_exec_list_ struct policy_host_exec_list *l = NULL;
+	_cleanup_free_ char *key = NULL;
+	const struct policy_host_exec_ctx hctx = {
+		.p = policy,
+		.cwd = ctx->cwd,
+		.home = ctx->home,
+		.envp = ctx->envp,
+		.host_root_fd = h->root_fd,
+		.in_root = h->in_root,
+	};
+	size_t n = 0;
+	int r;
+
+	if (!hb)
+		return -ENOMEM;
+	for (size_t i = 0; i < cached->n_sources; i++) {
+		const struct plan_source *s = &cached->sources[i];
+
+		if (s->fd_index >= 0 && (size_t)s->fd_index < cached->n_fds &&
+		    reopened[s->fd_index] >= 0)
+			hb[n++] = (struct policy_host_exec_bind){ .fd = reopened[s->fd_index],
+								  .host = s->host,
+								  .target = s->target,
+								  .rw = s->rw };
+	}
+	r = policy_host_exec_scan(&hctx, hb, n, &l, err);
+	if (r < 0)
+		return r == -ENOMEM ? r : -ESTALE; /* let a full compile report it */
+	key = policy_host_exec_key(l);
+	if (!key)
+		return -ENOMEM;
+	if (!streq_ptr(key, cached->host_exec_key) || l->n != cached->n_host_exec)
+		return -ESTALE;
+	for (size_t i = 0; i < l->n; i++) {
+		int k = cached->host_exec_fds[i];
+
+		if (k < 0)
+			continue;
+		if ((size_t)k >= cached->n_fds || l->items[i].fd < 0 || reopened[k] >= 0)
+			return -ESTALE;
+		reopened[k] = TAKE_FD(l->items[i].fd);
+	}
+	return 0;
+}
+
 int policy_recompile(const struct policy *policy, const struct compiled_plan *cached,
 		     const struct compile_ctx *ctx, struct compiled_plan **ret,
 		     struct field_error *err)
@@ -1256,6 +1469,8 @@ int policy_recompile(const struct policy *policy, const struct compiled_plan *ca
 		if (fd >= 0)
 			reopened[s->fd_index] = fd;
 	}
+	if (r >= 0)
+		r = rescan_host_exec(policy, cached, ctx, &h, reopened, err);
 	safe_close(h.root_fd);
 
 	/* The fds in the cached order: bind sources opened now, the rest (the seccomp program, a
@@ -1293,7 +1508,9 @@ int policy_recompile(const struct policy *policy, const struct compiled_plan *ca
 			return -ENOMEM;
 	}
 	if ((cached->unenforced && !(out->unenforced = strv_copy(cached->unenforced))) ||
-	    (cached->skipped && !(out->skipped = strv_copy(cached->skipped))))
+	    (cached->skipped && !(out->skipped = strv_copy(cached->skipped))) ||
+	    (cached->host_exec_absent &&
+	     !(out->host_exec_absent = strv_copy(cached->host_exec_absent))))
 		return -ENOMEM;
 	*ret = TAKE_PTR(out);
 	return 0;

@@ -8,6 +8,12 @@
  * A rule the host (the launcher's hello reply) cannot enforce fails the compile with the rule
  * named, unless the policy lists it in "optional"; then it is left out of the plan and listed in
  * compiled_plan.unenforced.
+ *
+ * The host-executed paths of every writable bind (policy-hostexec.h) are kept read-only: each
+ * one that exists is bound read-only over itself (git's hooks: hidden), and each directory
+ * between it and its bind is bound read-write over itself, so that it cannot be renamed away.
+ * Compiling makes a git directory's missing hooks, info and config, empty, as the user (git init
+ * makes them too), so that they can be bound.
  */
 #pragma once
 
@@ -27,6 +33,8 @@
 /* How a bind source was found (policy_recompile() finds it again and compares). */
 struct plan_source {
 	char *host;   /* the path opened */
+	char *target; /* where the sandbox sees it */
+	bool rw;
 	char *link;   /* it was a symlink with this text, else NULL */
 	bool follow;  /* that symlink was followed and its destination bound */
 	bool absent;  /* it was not there (or the symlink led nowhere): left out */
@@ -45,6 +53,13 @@ struct compiled_plan {
 	char **skipped;		   /* absent paths left out (default system dirs, optional paths) */
 	struct plan_source *sources; /* per bind, in the order the policy lists them */
 	size_t n_sources;
+	/* The host-executed paths in the writable binds (policy-hostexec.h): what the scan found
+	 * (policy_recompile() scans again and compares), the fd index of each path it found, in
+	 * its order (-1: not bound), and those absent that the sandbox could create. */
+	char *host_exec_key;
+	int *host_exec_fds;
+	size_t n_host_exec;
+	char **host_exec_absent;
 };
 
 struct compiled_plan *compiled_plan_free(struct compiled_plan *p);

@@ -10,11 +10,13 @@
 #include "policy/policy-parse.h"
 
 /*
- * The workspace (the caller's cwd) read-write; system directories read-only, minus the secrets
- * in /etc and the caller's credentials; a private /tmp; an empty $HOME; no network; a minimal
- * environment; finite limits (1024 pids, half the RAM, 1024 fds, 4 MiB of output per stream),
- * the memory limit where the launcher has a cgroup for it (an ordinary user without a delegated
- * cgroup has none: the default must still run there).
+ * The workspace (the caller's cwd, unless that is the home directory or contains it) read-write,
+ * but for its host-executed paths (git's configuration and hooks, .envrc, ...: see
+ * policy-hostexec.c); system directories read-only, minus the secrets in /etc and the caller's
+ * credentials; a private /tmp; an empty $HOME; no network; a minimal environment; finite limits
+ * (1024 pids, half the RAM, 1024 fds, 4 MiB of output per stream), the memory limit where the
+ * launcher has a cgroup for it (an ordinary user without a delegated cgroup has none: the
+ * default must still run there).
  * Absent system directories (e.g. /lib64 on some hosts) are skipped because they come from here.
  */
 const char policy_default_json[] =
@@ -26,10 +28,12 @@ const char policy_default_json[] =
 	"    \"write\": [],\n"
 	"    \"deny\": [\"/etc/shadow\", \"/etc/gshadow\", \"/etc/shadow-\", \"/etc/gshadow-\",\n"
 	"             \"~/.ssh\", \"~/.gnupg\", \"~/.aws\", \"~/.netrc\", \"~/.config/cordon\",\n"
-	"             \"~/.local/share/cordon\", \".git/hooks\"],\n"
+	"             \"~/.local/share/cordon\"],\n"
 	"    \"tmp\": \"private\",\n"
 	"    \"home\": \"empty\",\n"
-	"    \"workspace\": {\"path\": \".\", \"access\": \"read-write\", \"mountAt\": null}\n"
+	"    \"workspace\": {\"path\": \".\", \"access\": \"read-write\", \"mountAt\": null,\n"
+	"                  \"allowHome\": false},\n"
+	"    \"hostExecuted\": {\"allow\": []}\n"
 	"  },\n"
 	"  \"network\": {\"mode\": \"none\", \"allowDomains\": [], \"denyDomains\": [],\n"
 	"              \"allowPorts\": [80, 443], \"resolve\": []},\n"

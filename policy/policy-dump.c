@@ -259,6 +259,9 @@ int policy_dump(const struct compiled_plan *plan, unsigned flags, char **ret)
 	fputs("\nskipped:", f);
 	for (char **s = plan->skipped; s && *s; s++)
 		fprintf(f, " %s", *s);
+	fputs("\nhost-executed, absent:", f);
+	for (char **s = plan->host_exec_absent; s && *s; s++)
+		fprintf(f, " %s", *s);
 	fprintf(f, "\nmaxOutputBytes: %llu\n", (unsigned long long)plan->max_output_bytes);
 	fprintf(f, "seccomp spec: %s\n", plan->seccomp_key ? plan->seccomp_key : "none");
 	if ((flags & POLICY_DUMP_PFC) && plan->seccomp_key)

@@ -2,15 +2,20 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/json-cleanup.h"
 #include "common/util.h"
 #include "policy/policy-default.h"
 #include "policy/policy-explain.h"
+#include "policy/policy-hostexec.h"
 #include "policy/policy-parse.h"
 #include "policy/policy-syscalls.h"
 
@@ -201,6 +206,230 @@ static void explain_landlock_path(struct explainer *e, json_t *r, const char *pa
 		     wp, path);
 }
 
+/* path on the host (inside a test root if it has one), following symlinks, O_PATH. */
+static int open_host(int root_fd, bool in_root, const char *path)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	const char *rel = streq(path, "/") ? "." : path + 1;
+
+	if (!in_root)
+		return openat(root_fd, rel, O_PATH | O_CLOEXEC);
+	return (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
+}
+
+/* The policy's binds opened as the compiler opens them (following a final symlink), for a
+ * read-only scan of their host-executed paths. */
+static void open_binds(const struct explainer *e, int root_fd, bool in_root,
+		       struct policy_host_exec_bind *b, size_t *n)
+{
+	const struct policy *p = e->p;
+	const char *const *lists[] = { (const char *const *)p->fs.read,
+				       (const char *const *)p->fs.write };
+
+	for (size_t k = 0; k < ELEMENTSOF(lists); k++)
+		for (size_t i = 0; lists[k] && lists[k][i]; i++) {
+			const char *path = lists[k][i];
+			int fd = open_host(root_fd, in_root, path);
+
+			if (fd >= 0)
+				b[(*n)++] = (struct policy_host_exec_bind){
+					.fd = fd, .host = path, .target = path, .rw = k == 1
+				};
+		}
+	if (p->fs.workspace.present) {
+		const struct policy_workspace *w = &p->fs.workspace;
+		int fd = open_host(root_fd, in_root, w->path);
+
+		if (fd >= 0)
+			b[(*n)++] = (struct policy_host_exec_bind){
+				.fd = fd,
+				.host = w->path,
+				.target = w->mount_at ? w->mount_at : w->path,
+				.rw = w->access == POLICY_ACCESS_READ_WRITE,
+			};
+	}
+}
+
+static void explain_host_exec_item(struct explainer *e, const struct policy_host_exec_item *it)
+{
+	const char *id = it->entry->id;
+	_cleanup_free_ char *rule = strdup_printf("filesystem.hostExecuted \"%s\"", id);
+	json_t *r;
+
+	if (!rule) {
+		e->error = -ENOMEM;
+		return;
+	}
+	switch (it->state) {
+	case POLICY_HOST_EXEC_PRESENT:
+	case POLICY_HOST_EXEC_CREATED:
+		r = rule_new(e, rule, "\"%s\" %s", it->host,
+			     it->how == POLICY_HOST_EXEC_HIDE ? "hidden" : "kept read-only");
+		layer(e, r,
+		      "mount namespace: %s; each directory between it and its bind is "
+		      "bound over itself, so that it cannot be renamed away",
+		      it->how == POLICY_HOST_EXEC_HIDE ? "an empty read-only mount over it"
+						       : "a read-only bind mount over itself");
+		break;
+	case POLICY_HOST_EXEC_ABSENT:
+		if (it->creatable) {
+			r = rule_new(e, rule, "\"%s\" %s", it->host,
+				     it->how == POLICY_HOST_EXEC_HIDE ? "hidden"
+								      : "kept read-only");
+			layer(e, r,
+			      "the controller: it does not exist; the spawn makes it, empty (as "
+			      "git init does), then mounts over it");
+			break;
+		}
+		return; /* listed together, by explain_host_exec_absent() */
+	case POLICY_HOST_EXEC_SYMLINK:
+	default:
+		r = rule_new(e, rule, "\"%s\" is a symbolic link or lies below one", it->host);
+		(void)json_object_set_new(r, "status", json_string("fails"));
+		note(e, r,
+		     "cordon cannot keep a symbolic link read-only: the spawn is refused; list "
+		     "\"%s\" in filesystem.hostExecuted.allow to run anyway",
+		     id);
+		e->fails = true;
+		break;
+	}
+	if (it->why)
+		note(e, r, "%s", it->why);
+	note(e, r, "%s", it->entry->runs);
+}
+
+/* The absent ones, which the sandbox can create, in one rule: per writable bind, the names below
+ * it. */
+static void explain_host_exec_absent(struct explainer *e, const struct policy_host_exec_list *l,
+				     const struct policy_host_exec_bind *b)
+{
+	json_t *r = NULL;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct policy_host_exec_item *it = &l->items[i];
+		const char *dir = b[it->bind].host;
+		_cleanup_free_ char *buf = NULL;
+		bool first = true;
+		size_t size = 0;
+		FILE *f;
+
+		if (it->state != POLICY_HOST_EXEC_ABSENT || it->creatable)
+			continue;
+		for (size_t k = 0; k < i && first; k++)
+			first = !(l->items[k].bind == it->bind &&
+				  l->items[k].state == POLICY_HOST_EXEC_ABSENT &&
+				  !l->items[k].creatable);
+		if (!first)
+			continue;
+		if (!r) {
+			r = rule_new(e, "filesystem.hostExecuted",
+				     "host-executed paths that do not exist now");
+			(void)json_object_set_new(r, "status", json_string("unprotected"));
+			note(e, r,
+			     "the sandbox can create them: a mount needs something to mount over, "
+			     "and Landlock cannot refuse one name in a directory the sandbox may "
+			     "write");
+		}
+		f = open_memstream(&buf, &size);
+		if (!f) {
+			e->error = -ENOMEM;
+			return;
+		}
+		for (size_t k = i; k < l->n; k++) {
+			const struct policy_host_exec_item *o = &l->items[k];
+
+			if (o->bind == it->bind && o->state == POLICY_HOST_EXEC_ABSENT &&
+			    !o->creatable)
+				fprintf(f, "%s%s", k == i ? "" : " ",
+					policy_path_under(o->host, dir) && !streq(o->host, dir)
+						? o->host + strlen(dir) + !streq(dir, "/")
+						: o->host);
+		}
+		if (fclose(f) != 0) {
+			e->error = -ENOMEM;
+			return;
+		}
+		note(e, r, "in \"%s\": %s", dir, buf);
+	}
+}
+
+/*
+ * Every host-executed path the writable binds hold now (the compiler scans again at each spawn),
+ * how each is kept read-only, and what each opted-out entry risks.
+ */
+static void explain_host_exec(struct explainer *e)
+{
+	const struct policy *p = e->p;
+	const char *root = e->ctx->host_root ? e->ctx->host_root : "/";
+	size_t nb = strv_length(p->fs.read) + strv_length(p->fs.write) + 1, n = 0;
+	_cleanup_free_ struct policy_host_exec_bind *b = calloc(nb + 1, sizeof(*b));
+	_cleanup_host_exec_list_ struct policy_host_exec_list *l = NULL;
+	_cleanup_close_ int root_fd = -1;
+	struct field_error err = { "", "" };
+	char field[256];
+	json_t *r;
+	int k;
+
+	if (!b) {
+		e->error = -ENOMEM;
+		return;
+	}
+	root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd >= 0) {
+		const struct policy_host_exec_ctx hctx = {
+			.p = p,
+			.cwd = e->ctx->cwd,
+			.home = e->ctx->home,
+			.envp = e->ctx->envp,
+			.host_root_fd = root_fd,
+			.in_root = !streq(root, "/"),
+		};
+
+		open_binds(e, root_fd, hctx.in_root, b, &n);
+		k = policy_host_exec_scan(&hctx, b, n, &l, &err);
+		if (k == -ENOMEM)
+			e->error = k;
+		else if (k < 0) {
+			r = rule_new(e, "filesystem.hostExecuted", "the host-executed paths");
+			(void)json_object_set_new(r, "status", json_string("fails"));
+			note(e, r, "%s", err.reason);
+			e->fails = true;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		safe_close(b[i].fd);
+
+	r = rule_new(e, "filesystem.hostExecuted",
+		     "files the host runs later (git's configuration and hooks, .envrc, ...) are "
+		     "kept read-only in the writable directories");
+	layer(e, r, "mount namespace: read-only bind mounts over each one that exists");
+	note(e, r, "Landlock cannot take away what a writable directory grants below it");
+	for (size_t i = 0; l && i < l->n; i++)
+		if (l->items[i].how != POLICY_HOST_EXEC_PIN)
+			explain_host_exec_item(e, &l->items[i]);
+	if (l)
+		explain_host_exec_absent(e, l, b);
+
+	for (size_t i = 0; p->fs.host_exec_allow && p->fs.host_exec_allow[i]; i++) {
+		const char *id = p->fs.host_exec_allow[i];
+
+		json_path_index(field, sizeof(field), "filesystem.hostExecuted.allow", i);
+		for (size_t m = 0; m < policy_host_exec_entries_count; m++) {
+			const struct policy_host_exec_entry *en = &policy_host_exec_entries[m];
+
+			if (!streq(id, POLICY_HOST_EXEC_ALL) && !streq(id, en->id))
+				continue;
+			r = rule_new(e, field, "\"%s\" is writable (opted out)", en->id);
+			(void)json_object_set_new(r, "status", json_string("unprotected"));
+			note(e, r, "risk: %s", en->risk);
+			note(e, r, "%s", en->runs);
+		}
+	}
+}
+
 static void explain_filesystem(struct explainer *e)
 {
 	const struct policy *p = e->p;
@@ -239,7 +468,23 @@ static void explain_filesystem(struct explainer *e)
 		layer(e, r, "mount namespace: %s bind mount (nosuid, nodev)",
 		      rw ? "read-write" : "read-only");
 		explain_landlock_path(e, r, t, rw);
+		if (policy_path_under(e->ctx->home, w->path) && !streq(w->path, "/")) {
+			if (!w->allow_home) {
+				(void)json_object_set_new(r, "status", json_string("fails"));
+				note(e, r,
+				     "it is your home directory or contains it: refused (cd to a "
+				     "project directory, or set filesystem.workspace.allowHome)");
+				e->fails = true;
+			} else {
+				note(e, r,
+				     "allowHome: everything your session runs from your home "
+				     "(~/.bashrc, ~/.profile, ~/.config/autostart, ...) is the "
+				     "sandbox's to change; only the host-executed paths are kept "
+				     "read-only");
+			}
+		}
 	}
+	explain_host_exec(e);
 	for (size_t i = 0; p->fs.deny && p->fs.deny[i]; i++) {
 		const char *gp = granted_parent(e, p->fs.deny[i]);
 

@@ -4,11 +4,13 @@
  * enforce each rule on this host (mount namespace, Landlock ABI n, seccomp, network namespace,
  * the controller's proxy, cgroup v1/v2, rlimits, launcherd's timer, the controller) and which
  * rules cannot be enforced (then the spawn fails unless the rule is optional). It mirrors
- * policy_compile()'s decisions without touching the filesystem or libseccomp.
+ * policy_compile()'s decisions without libseccomp; of the filesystem it only reads what the
+ * compiler would scan for host-executed paths (policy-hostexec.h), and changes nothing.
  *
  * The JSON: {"host": {...}, "rules": [{"rule", "what", "layers": [..], "notes": [..],
  * "status"}], "unenforced": [{"rule", "reason", "optional"}], "spawn": "ok"|"fails"}; status is
- * "enforced", "skipped" (optional, not enforceable here) or "fails".
+ * "enforced", "skipped" (optional, not enforceable here), "unprotected" (a host-executed path
+ * the sandbox may write: absent, or opted out) or "fails".
  */
 #pragma once
 

@@ -29,6 +29,7 @@ struct policy *policy_free(struct policy *p)
 	strv_free(p->fs.deny);
 	free(p->fs.workspace.path);
 	free(p->fs.workspace.mount_at);
+	strv_free(p->fs.host_exec_allow);
 	strv_free(p->net.allow_domains);
 	strv_free(p->net.deny_domains);
 	free(p->net.allow_ports);
@@ -73,6 +74,7 @@ int policy_copy(const struct policy *p, struct policy **ret)
 	*c = *p;
 	c->fs.read = c->fs.write = c->fs.deny = NULL;
 	c->fs.workspace.path = c->fs.workspace.mount_at = NULL;
+	c->fs.host_exec_allow = NULL;
 	c->net.allow_domains = c->net.deny_domains = c->net.resolve = NULL;
 	c->net.allow_ports = NULL;
 	c->env.pass = c->env.set = NULL;
@@ -83,6 +85,7 @@ int policy_copy(const struct policy *p, struct policy **ret)
 	    strv_dup(p->fs.deny, &c->fs.deny) < 0 ||
 	    strdup_maybe(p->fs.workspace.path, &c->fs.workspace.path) < 0 ||
 	    strdup_maybe(p->fs.workspace.mount_at, &c->fs.workspace.mount_at) < 0 ||
+	    strv_dup(p->fs.host_exec_allow, &c->fs.host_exec_allow) < 0 ||
 	    strv_dup(p->net.allow_domains, &c->net.allow_domains) < 0 ||
 	    strv_dup(p->net.deny_domains, &c->net.deny_domains) < 0 ||
 	    strv_dup(p->net.resolve, &c->net.resolve) < 0 ||
@@ -470,32 +473,33 @@ int policy_to_json(const struct policy *p, json_t **ret)
 			return -ENOMEM;
 	}
 	if (p->fs.workspace.present)
-		ws = json_pack("{s:s, s:s, s:s?}", "path", p->fs.workspace.path, "access",
+		ws = json_pack("{s:s, s:s, s:s?, s:b}", "path", p->fs.workspace.path, "access",
 			       policy_access_to_string(p->fs.workspace.access), "mountAt",
-			       p->fs.workspace.mount_at);
+			       p->fs.workspace.mount_at, "allowHome", p->fs.workspace.allow_home);
 	else
 		ws = json_null();
 	if (!ws)
 		return -ENOMEM;
 
-	j = json_pack("{s:i, s:{s:o, s:o, s:o, s:s, s:s, s:O}, s:{s:s, s:o, s:o, s:O, s:o}, s:b,"
-		      " s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:o, s:O}, s:{s:s, s:o, s:o}, s:o}",
-		      "version", (int)p->version, "filesystem", "read", strv_to_json(p->fs.read),
-		      "write", strv_to_json(p->fs.write), "deny", strv_to_json(p->fs.deny), "tmp",
-		      policy_tmp_to_string(p->fs.tmp), "home", policy_home_to_string(p->fs.home),
-		      "workspace", ws, "network", "mode", policy_network_to_string(p->net.mode),
-		      "allowDomains", strv_to_json(p->net.allow_domains), "denyDomains",
-		      strv_to_json(p->net.deny_domains), "allowPorts", ports, "resolve",
-		      strv_to_json(p->net.resolve), "hostExecution", p->host_execution, "limits",
-		      "pids", (json_int_t)p->limits.pids, "memoryBytes",
-		      (json_int_t)p->limits.memory_bytes, "cpuSeconds",
-		      (json_int_t)p->limits.cpu_seconds, "wallSeconds",
-		      (json_int_t)p->limits.wall_seconds, "maxOutputBytes",
-		      (json_int_t)p->limits.max_output_bytes, "files", (json_int_t)p->limits.files,
-		      "env", "pass", strv_to_json(p->env.pass), "set", set, "syscalls", "profile",
-		      policy_syscall_profile_to_string(p->syscalls.profile), "deny",
-		      strv_to_json(p->syscalls.deny), "allow", strv_to_json(p->syscalls.allow),
-		      "optional", strv_to_json(p->optional));
+	j = json_pack(
+		"{s:i, s:{s:o, s:o, s:o, s:s, s:s, s:O, s:{s:o}}, s:{s:s, s:o, s:o, s:O, s:o},"
+		" s:b, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:o, s:O}, s:{s:s, s:o, s:o}, s:o}",
+		"version", (int)p->version, "filesystem", "read", strv_to_json(p->fs.read), "write",
+		strv_to_json(p->fs.write), "deny", strv_to_json(p->fs.deny), "tmp",
+		policy_tmp_to_string(p->fs.tmp), "home", policy_home_to_string(p->fs.home),
+		"workspace", ws, "hostExecuted", "allow", strv_to_json(p->fs.host_exec_allow),
+		"network", "mode", policy_network_to_string(p->net.mode), "allowDomains",
+		strv_to_json(p->net.allow_domains), "denyDomains",
+		strv_to_json(p->net.deny_domains), "allowPorts", ports, "resolve",
+		strv_to_json(p->net.resolve), "hostExecution", p->host_execution, "limits", "pids",
+		(json_int_t)p->limits.pids, "memoryBytes", (json_int_t)p->limits.memory_bytes,
+		"cpuSeconds", (json_int_t)p->limits.cpu_seconds, "wallSeconds",
+		(json_int_t)p->limits.wall_seconds, "maxOutputBytes",
+		(json_int_t)p->limits.max_output_bytes, "files", (json_int_t)p->limits.files, "env",
+		"pass", strv_to_json(p->env.pass), "set", set, "syscalls", "profile",
+		policy_syscall_profile_to_string(p->syscalls.profile), "deny",
+		strv_to_json(p->syscalls.deny), "allow", strv_to_json(p->syscalls.allow),
+		"optional", strv_to_json(p->optional));
 	if (!j)
 		return -ENOMEM;
 	*ret = TAKE_PTR(j);

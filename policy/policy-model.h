@@ -62,7 +62,8 @@ struct policy_workspace {
 	bool present; /* false: "workspace": null, no workspace */
 	char *path;   /* canonical */
 	enum policy_access access;
-	char *mount_at; /* absolute, normalized; NULL: at its own path */
+	char *mount_at;	 /* absolute, normalized; NULL: at its own path */
+	bool allow_home; /* may be the caller's home or contain it (refused otherwise) */
 };
 
 struct policy_limits {
@@ -84,6 +85,9 @@ struct policy {
 		enum policy_tmp tmp;
 		enum policy_home home;
 		struct policy_workspace workspace;
+		/* filesystem.hostExecuted.allow: host-executed entries (policy-hostexec.h) the
+		 * policy lets the sandbox write, or "*" for all of them */
+		char **host_exec_allow;
 	} fs;
 	struct {
 		enum policy_network mode;

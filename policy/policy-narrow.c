@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "policy/policy-hostexec.h"
 #include "policy/policy-narrow.h"
 #include "policy/policy-syscalls.h"
 
@@ -133,6 +134,23 @@ static int narrow_filesystem(const struct policy *parent, const struct policy *c
 	if (child->fs.home == POLICY_HOME_TMPFS && parent->fs.home == POLICY_HOME_EMPTY)
 		return field_error_set(err, -EPERM, "filesystem.home", NULL,
 				       "the parent's $HOME is read-only (\"empty\")");
+	/* A host-executed path the parent keeps read-only stays so; the home stays refused. */
+	for (size_t i = 0; child->fs.host_exec_allow && child->fs.host_exec_allow[i]; i++) {
+		const char *id = child->fs.host_exec_allow[i];
+		char q[PATHBUF];
+
+		if (streq(id, POLICY_HOST_EXEC_ALL) ? strv_contains(parent->fs.host_exec_allow, id)
+						    : policy_host_exec_allowed(parent, id))
+			continue;
+		json_path_index(q, sizeof(q), "filesystem.hostExecuted.allow", i);
+		return field_error_set(err, -EPERM, q, NULL, "\"%s\" is protected by the parent",
+				       id);
+	}
+	if (child->fs.workspace.present && child->fs.workspace.allow_home &&
+	    !(parent->fs.workspace.present && parent->fs.workspace.allow_home))
+		return field_error_set(
+			err, -EPERM, "filesystem.workspace.allowHome", NULL,
+			"the parent does not allow the home directory as a workspace");
 	return 0;
 }
 

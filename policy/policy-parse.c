@@ -11,6 +11,7 @@
 #include "common/system.h"
 #include "common/util.h"
 #include "policy/policy-default.h"
+#include "policy/policy-hostexec.h"
 #include "policy/policy-parse.h"
 #include "policy/policy-syscalls.h"
 
@@ -110,7 +111,7 @@ static int parse_path_list(json_t *obj, const char *key, const char *path, char 
 
 static int parse_workspace(struct policy *p, json_t *fs, struct field_error *err)
 {
-	static const char *const keys[] = { "path", "access", "mountAt", NULL };
+	static const char *const keys[] = { "path", "access", "mountAt", "allowHome", NULL };
 	static const char *const access_names[] = { "read-only", "read-write", NULL };
 	const char *P = "filesystem.workspace";
 	const char *s = NULL, *reason = NULL;
@@ -192,13 +193,49 @@ static int parse_workspace(struct policy *p, json_t *fs, struct field_error *err
 		free(p->fs.workspace.mount_at);
 		p->fs.workspace.mount_at = c;
 	}
+	r = ipc_json_get_bool(w, "allowHome", false, P, &p->fs.workspace.allow_home, err);
+	return r < 0 ? r : 0;
+}
+
+static int host_exec_item(const char *in, const char *key, const char *q, char **out,
+			  struct field_error *err)
+{
+	if (!streq(in, POLICY_HOST_EXEC_ALL) && !policy_host_exec_entry_find(in))
+		return field_error_set(err, -EINVAL, q, NULL,
+				       "\"%s\" is not a host-executed path cordon knows (see "
+				       "cordon-policy(5), HOST-EXECUTED PATHS)",
+				       in);
+	*out = strdup(in);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* filesystem.hostExecuted: {"allow": [entry ids, or "*"]} */
+static int parse_host_executed(struct policy *p, json_t *fs, struct field_error *err)
+{
+	static const char *const keys[] = { "allow", NULL };
+	const char *P = "filesystem.hostExecuted";
+	json_t *h = NULL;
+	char **l = NULL;
+	int r;
+
+	r = ipc_json_get_object(fs, "hostExecuted", false, "filesystem", &h, err);
+	if (r <= 0)
+		return r;
+	r = ipc_json_check_keys(h, keys, P, err);
+	if (r < 0)
+		return r;
+	r = parse_list(h, "allow", P, POLICY_LIST_MAX, "an entry name", host_exec_item, &l, err);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		strv_replace(&p->fs.host_exec_allow, l);
 	return 0;
 }
 
 static int parse_filesystem(struct policy *p, json_t *doc, struct field_error *err)
 {
-	static const char *const keys[] = { "read", "write",	 "deny", "tmp",
-					    "home", "workspace", NULL };
+	static const char *const keys[] = { "read", "write",	 "deny",	 "tmp",
+					    "home", "workspace", "hostExecuted", NULL };
 	static const char *const tmp_names[] = { "private", "none", NULL };
 	static const char *const home_names[] = { "empty", "tmpfs", NULL };
 	const char *P = "filesystem";
@@ -253,6 +290,9 @@ static int parse_filesystem(struct policy *p, json_t *doc, struct field_error *e
 			return r;
 		p->fs.home = (enum policy_home)r;
 	}
+	r = parse_host_executed(p, fs, err);
+	if (r < 0)
+		return r;
 	return parse_workspace(p, fs, err);
 }
 
@@ -709,6 +749,14 @@ int policy_validate(const struct policy *p, struct field_error *err)
 	char q[PATHBUF];
 	int k;
 
+	if (strv_contains(p->fs.host_exec_allow, POLICY_HOST_EXEC_ALL) &&
+	    strv_length(p->fs.host_exec_allow) > 1) {
+		k = find_in(p->fs.host_exec_allow, POLICY_HOST_EXEC_ALL);
+		json_path_index(q, sizeof(q), "filesystem.hostExecuted.allow", k == 0 ? 1 : 0);
+		return field_error_set(err, -EINVAL, q, NULL,
+				       "\"%s\" is already allowed by \"*\" (allow[%d])",
+				       p->fs.host_exec_allow[k == 0 ? 1 : 0], k);
+	}
 	for (size_t i = 0; p->fs.write && p->fs.write[i]; i++) {
 		k = find_in(p->fs.read, p->fs.write[i]);
 		if (k >= 0) {

@@ -6,7 +6,10 @@
  * CORDON_UPDATE_GOLDEN=1 to rewrite the golden files after an intended change.
  *
  * Also: missing paths name their field, secrets in the caller's environment never reach the
- * plan, fds are O_PATH / sealed, the seccomp cache works, host gaps fail unless optional.
+ * plan, fds are O_PATH / sealed, the seccomp cache works, host gaps fail unless optional; the
+ * host-executed paths of the workspace are bound read-only (their directories pinned), a git
+ * directory's missing hooks, info and config are made, a symlink among them or a workspace that
+ * is the home directory is refused, and a cached plan is compiled again when they change.
  */
 #include "config.h"
 
@@ -103,6 +106,43 @@ static void ln(const char *target, const char *rel)
 		bail("symlink %s", rel);
 }
 
+static bool exists_in_root(const char *rel)
+{
+	_cleanup_free_ char *p = strdup_printf("%s/%s", root, rel);
+	struct stat st;
+
+	return p && lstat(p, &st) == 0;
+}
+
+/* A repository with the host-executed paths a project often has: direnv's .envrc, VS Code's
+ * settings, a submodule (whose git directory lacks info: the compiler makes it). */
+static void make_project(const char *dir)
+{
+	static const struct {
+		const char *rel;
+		bool dir;
+	} tree[] = {
+		{ "src", true },
+		{ ".git/hooks", true },
+		{ ".git/info", true },
+		{ ".git/config", false },
+		{ ".envrc", false },
+		{ ".vscode", true },
+		{ ".vscode/settings.json", false },
+		{ ".git/modules/lib/hooks", true },
+		{ ".git/modules/lib/HEAD", false },
+		{ ".git/modules/lib/config", false },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(tree); i++) {
+		_cleanup_free_ char *p = strdup_printf("%s/%s", dir, tree[i].rel);
+
+		if (!p)
+			bail("oom");
+		mk(p, tree[i].dir);
+	}
+}
+
 /* A merged-/usr host without /lib64, with a user, a project and some secrets. */
 static void make_host(void)
 {
@@ -119,8 +159,7 @@ static void make_host(void)
 	mk("srv/data/private", true);
 	mk("home/user/.ssh", true);
 	mk("home/user/.cache", true);
-	mk("home/user/project/src", true);
-	mk("home/user/project/.git/hooks", true);
+	make_project("home/user/project");
 	ln("usr/bin", "bin");
 	ln("usr/lib", "lib");
 	ln("usr/sbin", "sbin");
@@ -418,7 +457,7 @@ static void rm_in_root(const char *rel)
 {
 	_cleanup_free_ char *p = strdup_printf("%s/%s", root, rel);
 
-	if (!p || remove(p) < 0)
+	if (!p || tap_rm_rf(p) < 0)
 		bail("remove %s", rel);
 }
 
@@ -478,7 +517,8 @@ static void test_recompile(void)
 	   "the bind source is opened again");
 
 	rename_in_root("home/user/project", "home/user/project.old");
-	mk("home/user/project", true);
+	make_project("home/user/project");
+	mk("home/user/project/.git/modules/lib/info", true); /* as the first compile made it */
 	is_int(0, policy_recompile(p, cached, &ctx, &moved, &err), "recompile after a replace");
 	ok(moved && same_file(moved->fds[ws], "home/user/project") &&
 		   !same_file(moved->fds[ws], "home/user/project.old"),
@@ -501,6 +541,191 @@ static void test_recompile(void)
 	       "a bound path that vanished: compile again");
 	rename_in_root("etc.x", "etc");
 	is_int(0, policy_recompile(p, cached, &ctx, &stale, &err), "and all is well once restored");
+	compiled_plan_free(TAKE_PTR(stale));
+	ok(!stale, "(plan released)");
+
+	/* The host-executed paths are scanned again: one that appears, or a new submodule. */
+	mk("home/user/project/.env", false);
+	is_int(-ESTALE, policy_recompile(p, cached, &ctx, &stale, &err),
+	       "a host-executed path that appeared: compile again");
+	rm_in_root("home/user/project/.env");
+	mk("home/user/project/.git/modules/other", true);
+	mk("home/user/project/.git/modules/other/HEAD", false);
+	is_int(-ESTALE, policy_recompile(p, cached, &ctx, &stale, &err),
+	       "a submodule that appeared: compile again");
+	rm_in_root("home/user/project/.git/modules/other/HEAD");
+	rm_in_root("home/user/project/.git/modules/other");
+	is_int(0, policy_recompile(p, cached, &ctx, &stale, &err), "and all is well once gone");
+	{
+		int k = -1;
+
+		for (size_t i = 0; i < cached->n_host_exec; i++)
+			if (cached->host_exec_fds[i] >= 0)
+				k = cached->host_exec_fds[i];
+		ok(k >= 0 && cached->fds[k] < 0 && stale && stale->fds[k] >= 0,
+		   "a kept plan holds no host-executed fd; a recompiled one opens them again");
+	}
+}
+
+/* Compile doc with the caller in cwd; the dump, or NULL with err set. */
+static struct compiled_plan *compile_in(const char *doc, const char *cwd, int *ret,
+					struct field_error *err)
+{
+	struct compile_ctx ctx = base_ctx();
+	struct compiled_plan *plan = NULL;
+
+	ctx.cwd = cwd;
+	*ret = compile_doc(doc, &ctx, &plan, err);
+	return plan;
+}
+
+static void test_host_exec(void)
+{
+	struct field_error err = { "", "" };
+	_cleanup_compiled_plan_ struct compiled_plan *a = NULL, *b = NULL, *c = NULL, *d = NULL,
+						     *e = NULL, *f = NULL, *g = NULL;
+	int r;
+
+	/* The default: the workspace's host-executed paths are read-only binds over themselves;
+	 * git's hooks hidden; the directories above them pinned by a read-write bind. */
+	a = compile_in("{\"version\": 1}", "/home/user/project", &r, &err);
+	is_int(0, r, "the default compiles in a repository");
+	ok(a && dump_has(a, "bind /home/user/project/.git <- ") &&
+		   dump_has(a, "-> /home/user/project/.git rw"),
+	   "the git directory is pinned (bound read-write over itself)");
+	ok(a && dump_has(a, "-> /home/user/project/.git/config ro") &&
+		   dump_has(a, "-> /home/user/project/.git/info ro") &&
+		   dump_has(a, "deny /home/user/project/.git/hooks"),
+	   "its config and info are read-only, its hooks hidden");
+	ok(a && dump_has(a, "-> /home/user/project/.envrc ro") &&
+		   dump_has(a, "-> /home/user/project/.vscode ro"),
+	   ".envrc and .vscode are read-only");
+	ok(a && dump_has(a, "-> /home/user/project/.git/modules rw") &&
+		   dump_has(a, "-> /home/user/project/.git/modules/lib rw") &&
+		   dump_has(a, "-> /home/user/project/.git/modules/lib/config ro") &&
+		   dump_has(a, "deny /home/user/project/.git/modules/lib/hooks") &&
+		   dump_has(a, "-> /home/user/project/.git/modules/lib/info ro"),
+	   "and so are a submodule's");
+	ok(exists_in_root("home/user/project/.git/modules/lib/info"),
+	   "a git directory's missing info is made, to be bound");
+	ok(a && strv_contains(a->host_exec_absent, "/home/user/project/.env") &&
+		   strv_contains(a->host_exec_absent, "/home/user/project/.git/commondir"),
+	   "absent ones are listed (the sandbox could create them)");
+
+	/* Opting out by name. */
+	b = compile_in("{\"version\": 1, \"filesystem\": {\"hostExecuted\": "
+		       "{\"allow\": [\".envrc\", \".git/modules\"]}}}",
+		       "/home/user/project", &r, &err);
+	is_int(0, r, "a policy opting out of .envrc and .git/modules compiles");
+	ok(b && !dump_has(b, "/home/user/project/.envrc") &&
+		   !dump_has(b, "/home/user/project/.git/modules") &&
+		   dump_has(b, "-> /home/user/project/.git/config ro"),
+	   "those are writable, the rest still read-only");
+	c = compile_in("{\"version\": 1, \"filesystem\": {\"hostExecuted\": "
+		       "{\"allow\": [\"*\"]}}}",
+		       "/home/user/project", &r, &err);
+	ok(r == 0 && c && !dump_has(c, "/home/user/project/.") && !c->host_exec_absent,
+	   "\"*\" opts out of every one");
+
+	/* A git directory's missing hooks, info and config are made, empty. */
+	mk("home/user/fresh/.git/objects", true);
+	mk("home/user/fresh/.git/HEAD", false);
+	d = compile_in("{\"version\": 1}", "/home/user/fresh", &r, &err);
+	ok(r == 0 && exists_in_root("home/user/fresh/.git/hooks") &&
+		   exists_in_root("home/user/fresh/.git/info") &&
+		   exists_in_root("home/user/fresh/.git/config"),
+	   "a repository without hooks, info or config gets them, empty");
+	ok(d && dump_has(d, "deny /home/user/fresh/.git/hooks") &&
+		   dump_has(d, "-> /home/user/fresh/.git/config ro"),
+	   "and they are protected like any other");
+
+	/* A symlink among them cannot be kept read-only: refused unless opted out. */
+	mk("home/user/linked/.git/hooks", true);
+	mk("home/user/shared.envrc", false);
+	ln("../shared.envrc", "home/user/linked/.envrc");
+	e = compile_in("{\"version\": 1}", "/home/user/linked", &r, &err);
+	is_int(-EPERM, r, "a symlinked .envrc is refused");
+	is_str("filesystem.hostExecuted", err.field, "naming the field");
+	ok(strstr(err.reason, "\".envrc\" in filesystem.hostExecuted.allow") != NULL,
+	   "and the entry to opt out of: %s", err.reason);
+	f = compile_in("{\"version\": 1, \"filesystem\": {\"hostExecuted\": "
+		       "{\"allow\": [\".envrc\"]}}}",
+		       "/home/user/linked", &r, &err);
+	is_int(0, r, "…which makes it run");
+
+	/* A repository whose configuration includes a file in the workspace, and puts its hooks
+	 * there (husky-like): both read-only; the missing hooks directory is made. */
+	mk("home/user/inc/.git/hooks", true);
+	{
+		_cleanup_free_ char *cfg = strdup_printf("%s/home/user/inc/.git/config", root);
+		FILE *fp = cfg ? fopen(cfg, "we") : NULL;
+
+		if (!fp)
+			bail("write config");
+		fputs("[core]\n\thooksPath = .githooks\n[include]\n\tpath = ../project.gitconfig\n"
+		      "[includeIf \"gitdir:~/\"]\n\tpath = \"/home/user/inc/local.gitconfig\" "
+		      "# comment\n",
+		      fp);
+		fclose(fp);
+	}
+	mk("home/user/inc/project.gitconfig", false);
+	mk("home/user/inc/local.gitconfig", false);
+	g = compile_in("{\"version\": 1}", "/home/user/inc", &r, &err);
+	ok(r == 0 && g && dump_has(g, "-> /home/user/inc/project.gitconfig ro") &&
+		   dump_has(g, "-> /home/user/inc/local.gitconfig ro"),
+	   "files the repository's configuration includes are read-only");
+	ok(g && dump_has(g, "-> /home/user/inc/.githooks ro") &&
+		   exists_in_root("home/user/inc/.githooks"),
+	   "its core.hooksPath directory is made and read-only");
+
+	/* Each kept path is a bind: too many submodules for one launcher message. */
+	for (int i = 0; i < 24; i++) {
+		_cleanup_free_ char *sub = strdup_printf("home/user/many/.git/modules/m%02d", i),
+				    *head = strdup_printf("%s/HEAD", sub ? sub : "");
+
+		if (!sub || !head)
+			bail("oom");
+		mk(sub, true);
+		mk(head, false);
+	}
+	{
+		_cleanup_compiled_plan_ struct compiled_plan *x = NULL, *y = NULL;
+
+		x = compile_in("{\"version\": 1}", "/home/user/many", &r, &err);
+		is_int(-E2BIG, r, "24 submodules: more binds than one launcher message carries");
+		ok(streq(err.field, "filesystem.hostExecuted") &&
+			   strstr(err.reason, ".git/modules"),
+		   "the field is named, and what to opt out of: %s", err.reason);
+		y = compile_in("{\"version\": 1, \"filesystem\": {\"hostExecuted\": "
+			       "{\"allow\": [\".git/modules\"]}}}",
+			       "/home/user/many", &r, &err);
+		is_int(0, r, "…which compiles once .git/modules is opted out");
+	}
+}
+
+static void test_home(void)
+{
+	struct field_error err = { "", "" };
+	_cleanup_compiled_plan_ struct compiled_plan *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+	int r;
+
+	a = compile_in("{\"version\": 1}", "/home/user", &r, &err);
+	is_int(-EPERM, r, "the home directory as the workspace is refused");
+	is_str("filesystem.workspace.path", err.field, "naming the workspace");
+	ok(strstr(err.reason, "filesystem.workspace.allowHome") != NULL, "with a hint: %s",
+	   err.reason);
+	b = compile_in("{\"version\": 1}", "/home", &r, &err);
+	is_int(-EPERM, r, "so is a directory that contains it");
+	c = compile_in("{\"version\": 1, \"filesystem\": {\"workspace\": "
+		       "{\"path\": \"~\", \"allowHome\": true}}}",
+		       "/home/user/project", &r, &err);
+	is_int(0, r, "unless the policy allows it");
+	ln("/home/user", "srv/home-link");
+	d = compile_in("{\"version\": 1, \"filesystem\": {\"workspace\": "
+		       "{\"path\": \"/srv/home-link\"}}}",
+		       "/home/user/project", &r, &err);
+	is_int(-EPERM, r, "a workspace that is the home through a symlink is refused too");
+	rm_in_root("srv/home-link");
 }
 
 static void test_host_gaps(void)
@@ -694,6 +919,8 @@ int main(void)
 	test_env();
 	test_fds_and_cache();
 	test_recompile();
+	test_host_exec();
+	test_home();
 	test_host_gaps();
 	test_explain_agrees();
 	test_seccomp_runs();

@@ -2,12 +2,18 @@
 /*
  * Explanations for hosts with and without Landlock net and scope, without cgroups, without
  * seccomp or Landlock at all; the text rendering; the caveats (read-only below writable, deny
- * below a grant).
+ * below a grant); the host-executed paths of a real workspace (how each is kept, which are
+ * absent, what an opted-out one risks, a symlink that fails the spawn), without a change to it;
+ * the home directory as the workspace.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/json-cleanup.h"
 #include "common/util.h"
@@ -89,6 +95,139 @@ static json_t *unenforced(json_t *x, const char *id)
 static const char *spawn(json_t *x)
 {
 	return json_string_value(json_object_get(x, "spawn"));
+}
+
+static bool has_status(json_t *x, const char *id, const char *st)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(json_object_get(x, "rules"), i, v)
+		if (streq(json_string_value(json_object_get(v, "rule")), id) &&
+		    streq_ptr(json_string_value(json_object_get(v, "status")), st))
+			return true;
+	return false;
+}
+
+static bool any_text(json_t *x, const char *id, const char *list, const char *needle)
+{
+	size_t i, k;
+	json_t *v, *s;
+
+	json_array_foreach(json_object_get(x, "rules"), i, v) {
+		if (!streq(json_string_value(json_object_get(v, "rule")), id))
+			continue;
+		json_array_foreach(json_object_get(v, list), k, s)
+			if (strstr(json_string_value(s), needle))
+				return true;
+		if (strstr(json_string_value(json_object_get(v, "what")), needle))
+			return true;
+	}
+	return false;
+}
+
+static void touch(const char *dir, const char *rel, bool is_dir)
+{
+	_cleanup_free_ char *p = strdup_printf("%s/%s", dir, rel);
+	int fd;
+
+	if (!p)
+		bail("oom");
+	if (is_dir) {
+		if (mkdir(p, 0755) < 0)
+			bail("mkdir %s", p);
+		return;
+	}
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		bail("create %s", p);
+	close(fd);
+}
+
+static void test_host_exec(void)
+{
+	char tmp[] = "/tmp/cordon-policy-explain-XXXXXX";
+	_cleanup_free_ char *proj = NULL, *info = NULL, *link = NULL;
+	struct compile_ctx c = host(7, POLICY_CGROUP_V2, true);
+
+	if (!mkdtemp(tmp))
+		bail("mkdtemp");
+	proj = strdup_printf("%s/proj", tmp);
+	info = strdup_printf("%s/proj/.git/info", tmp);
+	link = strdup_printf("%s/proj/.env", tmp);
+	if (!proj || !info || !link)
+		bail("oom");
+	touch(tmp, "proj", true);
+	touch(tmp, "proj/.git", true);
+	touch(tmp, "proj/.git/hooks", true);
+	touch(tmp, "proj/.git/config", false);
+	touch(tmp, "proj/.envrc", false);
+	c.cwd = proj;
+	c.home = tmp;
+	{
+		_cleanup_json_ json_t *x = explain("{'version': 1, 'filesystem': {'hostExecuted': "
+						   "{'allow': ['.vscode']}}}",
+						   &c);
+		_cleanup_free_ char *text = NULL;
+
+		is_str("ok", spawn(x), "a repository workspace: the spawn proceeds");
+		ok(has_status(x, "filesystem.hostExecuted \".git/config\"", "enforced") &&
+			   any_text(x, "filesystem.hostExecuted \".git/config\"", "layers",
+				    "a read-only bind mount over itself") &&
+			   any_text(x, "filesystem.hostExecuted \".git/config\"", "notes",
+				    "core.fsmonitor"),
+		   ".git/config: how it is kept read-only, and why");
+		ok(any_text(x, "filesystem.hostExecuted \".git/hooks\"", "layers",
+			    "an empty read-only mount over it"),
+		   ".git/hooks: hidden");
+		ok(any_text(x, "filesystem.hostExecuted \".envrc\"", "notes", "direnv"),
+		   ".envrc: read-only, direnv named");
+		ok(any_text(x, "filesystem.hostExecuted \".git/info\"", "layers",
+			    "the spawn makes it, empty"),
+		   "a missing .git/info: made at the spawn, then mounted over");
+		ok(has_status(x, "filesystem.hostExecuted", "unprotected") &&
+			   any_text(x, "filesystem.hostExecuted", "notes", ".env .idea") &&
+			   any_text(x, "filesystem.hostExecuted", "notes", ".git/commondir") &&
+			   any_text(x, "filesystem.hostExecuted", "notes",
+				    "the sandbox can create them"),
+		   "absent ones are listed as unprotected, and why");
+		ok(has_status(x, "filesystem.hostExecuted.allow[0]", "unprotected") &&
+			   any_text(x, "filesystem.hostExecuted.allow[0]", "notes",
+				    "risk: a sandbox could run a program the next time you open"),
+		   "an opted-out entry: what it risks");
+		ok(access(info, F_OK) < 0, "explaining made nothing");
+		ok(policy_explain_format_text(x, &text) == 0 && text &&
+			   strstr(text, "[unprotected]"),
+		   "text: unprotected entries are marked");
+	}
+	if (symlink(".envrc", link) < 0)
+		bail("symlink");
+	{
+		_cleanup_json_ json_t *x = explain("{'version': 1}", &c);
+
+		is_str("fails", spawn(x), "a symlinked host-executed path fails the spawn");
+		ok(has_status(x, "filesystem.hostExecuted \".env\"", "fails") &&
+			   any_text(x, "filesystem.hostExecuted \".env\"", "notes",
+				    "list \".env\" in filesystem.hostExecuted.allow"),
+		   "naming the entry to opt out of");
+	}
+	c.cwd = tmp;
+	{
+		_cleanup_json_ json_t *x = explain("{'version': 1}", &c),
+				      *y = explain("{'version': 1, 'filesystem': {'workspace': "
+						   "{'allowHome': true}}}",
+						   &c);
+
+		is_str("fails", spawn(x), "the home as the workspace fails");
+		ok(has_status(x, "filesystem.workspace", "fails") &&
+			   any_text(x, "filesystem.workspace", "notes",
+				    "filesystem.workspace.allowHome"),
+		   "with the way out named");
+		is_str("ok", spawn(y), "allowHome: it proceeds");
+		ok(any_text(y, "filesystem.workspace", "notes", "~/.bashrc"),
+		   "saying what that exposes");
+	}
+	(void)tap_rm_rf(tmp);
 }
 
 int main(void)
@@ -230,5 +369,6 @@ int main(void)
 			   "the floor is named");
 		}
 	}
+	test_host_exec();
 	return tap_exit_status();
 }

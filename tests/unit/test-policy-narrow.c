@@ -115,6 +115,27 @@ static void test_filesystem(void)
 	narrowing("/tmp dropped, home made read-only",
 		  V "'filesystem': {'tmp': 'private', 'home': 'tmpfs'}}",
 		  V "'filesystem': {'tmp': 'none', 'home': 'empty'}}");
+
+	/* Host-executed paths: opting out widens; protecting more narrows. */
+	widening("a host-executed path opted out", V "'filesystem': {}}",
+		 V "'filesystem': {'hostExecuted': {'allow': ['.envrc']}}}",
+		 "filesystem.hostExecuted.allow[0]", "\".envrc\" is protected by the parent");
+	widening("every host-executed path opted out",
+		 V "'filesystem': {'hostExecuted': {'allow': ['.envrc', '.env']}}}",
+		 V "'filesystem': {'hostExecuted': {'allow': ['*']}}}",
+		 "filesystem.hostExecuted.allow[0]", "\"*\" is protected by the parent");
+	widening("the home allowed as the workspace", V "'filesystem': {}}",
+		 V "'filesystem': {'workspace': {'allowHome': true}}}",
+		 "filesystem.workspace.allowHome",
+		 "the parent does not allow the home directory as a workspace");
+	narrowing("a host-executed path protected again",
+		  V "'filesystem': {'hostExecuted': {'allow': ['.envrc', '.env']}}}",
+		  V "'filesystem': {'hostExecuted': {'allow': ['.env']}}}");
+	narrowing("one opted out under all opted out",
+		  V "'filesystem': {'hostExecuted': {'allow': ['*']}}}",
+		  V "'filesystem': {'hostExecuted': {'allow': ['.vscode']}}}");
+	narrowing("the home no longer allowed",
+		  V "'filesystem': {'workspace': {'allowHome': true}}}", V "'filesystem': {}}");
 }
 
 static void test_network(void)

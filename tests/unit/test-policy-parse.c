@@ -98,6 +98,10 @@ static void test_defaults(void)
 		   strv_contains(p->fs.deny, "~/.config/cordon"),
 	   "secrets are denied by default");
 	ok(p->fs.workspace.present && streq(p->fs.workspace.path, "."), "workspace is the cwd");
+	ok(!p->fs.workspace.allow_home, "the home directory is not a workspace by default");
+	ok(strv_length(d->fs.host_exec_allow) == 0, "every host-executed path is protected");
+	ok(!strv_contains(d->fs.deny, "./.git/hooks"),
+	   "git's hooks are a host-executed path, not a deny entry");
 	is_int(POLICY_ACCESS_READ_ONLY, p->fs.workspace.access, "workspace access overridden");
 	is_int(POLICY_TMP_PRIVATE, p->fs.tmp, "private /tmp");
 	is_int(POLICY_HOME_EMPTY, p->fs.home, "empty $HOME");
@@ -183,7 +187,8 @@ static void test_resolve(void)
 				   .mem_total = 8ULL << 30 };
 	struct field_error err = { "", "" };
 	const char doc[] = "{\"version\": 1, \"optional\": [\"path:~/.cache\"], "
-			   "\"filesystem\": {\"write\": [\"~/.cache\"]}}";
+			   "\"filesystem\": {\"write\": [\"~/.cache\"], "
+			   "\"deny\": [\"~/.ssh\", \"build/secret\"]}}";
 
 	is_int(0, policy_parse_string(doc, strlen(doc), &p, &err), "parse for resolve");
 	if (!p)
@@ -192,7 +197,7 @@ static void test_resolve(void)
 	is_str("/home/u/.cache", p->fs.write[0], "write path resolved");
 	is_str("/home/u/proj", p->fs.workspace.path, "workspace resolved");
 	ok(strv_contains(p->fs.deny, "/home/u/.ssh"), "deny resolved");
-	ok(strv_contains(p->fs.deny, "/home/u/proj/.git/hooks"), "relative deny resolved");
+	ok(strv_contains(p->fs.deny, "/home/u/proj/build/secret"), "relative deny resolved");
 	is_str("path:/home/u/.cache", p->optional[0], "optional path id resolved");
 	is_int(4ULL << 30, (long long)p->limits.memory_bytes, "memory: half of MemTotal");
 	is_int(2ULL << 30, (long long)policy_default_memory_bytes(0), "unknown MemTotal: 2 GiB");
