@@ -218,6 +218,8 @@ int cli_cmd_wait(struct cli *cli, int argc, char **argv)
 	sig = (int)json_integer_value(json_object_get(result, "signal"));
 	if (streq_ptr(json_string_value(json_object_get(result, "reason")), "timeout"))
 		return CLI_EXIT_TIMEOUT;
+	if (streq_ptr(json_string_value(json_object_get(result, "reason")), "launcher-lost"))
+		return CLI_EXIT_UNAVAILABLE;
 	return sig > 0 ? 128 + sig : code;
 }
 

@@ -55,8 +55,9 @@ static void run_usage(bool capture)
 	       "  --json                 print the result as JSON\n"
 	       "  -h, --help             show this help\n\n"
 	       "Exit status: the command's own (128+N if signal N ended it); 120 policy refused,\n"
-	       "121 sandbox set-up failed, 122 controller unavailable, 123 limit reached,\n"
-	       "124 timed out, 125 usage error, 126 cannot execute, 127 command not found.\n");
+	       "121 sandbox set-up failed, 122 controller unavailable or its launcher lost,\n"
+	       "123 limit reached, 124 timed out, 125 usage error, 126 cannot execute,\n"
+	       "127 command not found.\n");
 }
 
 static int parse_size(const char *s, uint64_t *ret)
@@ -149,6 +150,8 @@ static int exit_status_of(json_t *exit)
 
 	if (reason && streq(reason, "timeout"))
 		return CLI_EXIT_TIMEOUT;
+	if (reason && streq(reason, "launcher-lost"))
+		return CLI_EXIT_UNAVAILABLE;
 	if (sig > 0)
 		return 128 + sig;
 	return code;
@@ -166,6 +169,9 @@ static void print_exit_note(json_t *exit)
 		fprintf(stderr, "cordon: the command was killed: memory limit reached\n");
 	else if (streq(reason, "killed"))
 		fprintf(stderr, "cordon: the command was killed\n");
+	else if (streq(reason, "launcher-lost"))
+		fprintf(stderr, "cordon: the command was killed: its launcher was lost "
+				"(cordon-launcherd exited or was restarted)\n");
 }
 
 /* Handle every complete message already buffered. Returns < 0 on a broken stream. */

@@ -35,6 +35,10 @@ TESTS += tests/integration/controller-backend.sh
 EXTRA_DIST += \
 	tests/integration/controller-backend.sh \
 	tests/integration/controller-backend.py
+TESTS += tests/integration/controller-launcher-lost.sh
+EXTRA_DIST += \
+	tests/integration/controller-launcher-lost.sh \
+	tests/integration/controller-launcher-lost.py
 TESTS += tests/integration/activation-crash.sh tests/integration/activation-crash-pack.sh
 EXTRA_DIST += \
 	tests/integration/activation-crash.sh \

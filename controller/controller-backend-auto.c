@@ -48,11 +48,12 @@ struct auto_link {
 	struct controller *ctl;
 	struct ctl_launcher *l;
 	struct event_source *src;
-	char key[512];		   /* which launcher this is (launcher_key()) */
-	json_t *hello;		   /* the launcher's hello reply, once it came */
-	unsigned users;		   /* instances holding it, plus a walk in progress */
-	struct auto_data *members; /* the instances using it */
-	struct auto_owner *owners; /* live sandboxes and the instance that spawned each */
+	struct event_source *pid_src; /* the launcherd process's end */
+	char key[512];		      /* which launcher this is (launcher_key()) */
+	json_t *hello;		      /* the launcher's hello reply, once it came */
+	unsigned users;		      /* instances holding it, plus a walk in progress */
+	struct auto_data *members;    /* the instances using it */
+	struct auto_owner *owners;    /* live sandboxes and the instance that spawned each */
 };
 
 struct auto_data {
@@ -60,13 +61,22 @@ struct auto_data {
 	struct auto_link *link;
 	struct auto_data *next_member;
 	json_t *hello;
-	backend_done_cb prepare_done; /* set while the hello reply is awaited */
+	backend_done_cb prepare_done; /* set while the hello reply is awaited (or a reconnection) */
 	void *prepare_ud;
+	struct event_source *retry;	/* reconnecting to the system socket */
+	unsigned long long retry_until; /* …until then */
 };
 
 /* The link new instances join; NULL when there is none or it broke. One controller per process,
  * single-threaded. */
 static struct auto_link *current_link;
+/* A system launcher was lost: the system socket is the only launcher from now on. */
+static bool system_lost;
+
+/* How long a re-established link tries the system socket while it refuses or is absent (its
+ * launcherd being restarted), and how often. */
+#define RECONNECT_USEC (2ULL * 1000 * 1000)
+#define RECONNECT_STEP_USEC (50ULL * 1000)
 
 static json_t *auto_descriptor(const struct backend_ops *ops)
 {
@@ -117,6 +127,7 @@ static void link_unref(struct auto_link *k)
 	if (current_link == k)
 		current_link = NULL;
 	event_source_free(k->src);
+	event_source_free(k->pid_src);
 	ctl_launcher_cancel_hello(k->l, k);
 	/* Closing the channel ends a user-mode launcherd and everything that asked to die with us;
 	 * nothing is left: no instance uses it. It is reaped once it has exited, not waited for. */
@@ -194,15 +205,27 @@ static void link_settle(struct auto_link *k, int r, const char *message, bool lo
 	link_unref(k);
 }
 
-/* The launcher is gone, and every sandbox it ran died with the channel: each instance on it is
- * lost (or, still preparing, fails). */
-static void link_broken(struct auto_link *k, int r)
+/*
+ * The launcher is gone: every instance on k is lost (or, still preparing, fails), each spawn in
+ * flight fails, and a launcherd of our own is reaped once it has exited (now, as a rule).
+ */
+static void link_broken(struct auto_link *k, int r, const char *why)
 {
 	if (current_link == k)
 		current_link = NULL;
+	if (startswith(k->key, "system "))
+		system_lost = true;
 	event_source_free(k->src);
 	k->src = NULL;
-	link_settle(k, r, k->hello ? strerror(-r) : "the launcher exited during start-up", true);
+	event_source_free(k->pid_src);
+	k->pid_src = NULL;
+	k->users++;
+	backend_launcher_reap_later(k->ctl, k->l);
+	/* The hello is settled below, with the members still preparing. */
+	ctl_launcher_cancel_hello(k->l, k);
+	ctl_launcher_abort(k->l, why);
+	link_settle(k, r, k->hello ? why : "the launcher exited during start-up", true);
+	link_unref(k);
 }
 
 static int on_launcher(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -210,8 +233,40 @@ static int on_launcher(struct event_source *s, int fd, uint32_t revents, void *u
 	struct auto_link *k = userdata;
 	int r = ctl_launcher_process(k->l);
 
-	if (r < 0)
-		link_broken(k, r);
+	if (r < 0) {
+		char why[128];
+
+		(void)snprintf(why, sizeof(why), "the launcher closed the connection (%s)",
+			       strerror(-r));
+		link_broken(k, r, why);
+	}
+	return 0;
+}
+
+/* The launcherd process ended. What it sent before is read first: replies, exit reports. */
+static int on_launcher_exited(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct auto_link *k = userdata;
+	char why[128];
+	pid_t pid = 0;
+	int status = 0;
+
+	k->users++;
+	(void)ctl_launcher_process(k->l);
+	(void)ctl_launcher_pidfd(k->l, &pid);
+	if (ctl_launcher_reap_child(k->l, &status) > 0 && WIFSIGNALED(status))
+		(void)snprintf(why, sizeof(why),
+			       "cordon-launcherd (pid %d) was killed by signal %d", (int)pid,
+			       WTERMSIG(status));
+	else if (WIFEXITED(status) && status != 0)
+		(void)snprintf(why, sizeof(why), "cordon-launcherd (pid %d) exited with status %d",
+			       (int)pid, WEXITSTATUS(status));
+	else
+		(void)snprintf(why, sizeof(why), "cordon-launcherd (pid %d) exited", (int)pid);
+	/* The connection may have ended while its messages were read. */
+	if (k->src || k->pid_src)
+		link_broken(k, -ECONNRESET, why);
+	link_unref(k);
 	return 0;
 }
 
@@ -230,8 +285,15 @@ int backend_launcher_open(struct backend_instance *bi, struct ctl_launcher **ret
 	struct stat st;
 	int r;
 
-	if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
+	if (system_lost || (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))) {
 		r = ctl_launcher_connect(sock, &l);
+		if (r < 0 && system_lost) {
+			/* No launcher of our own stands in for the administrator's. */
+			(void)snprintf(msg, msg_size,
+				       "cannot connect to the system launcher \"%s\": %s", sock,
+				       strerror(-r));
+			return r;
+		}
 		if (r < 0)
 			log_warning_errno(r,
 					  "cannot connect to the system launcher \"%s\": %m; "
@@ -313,7 +375,7 @@ static void launcher_key(char *buf, size_t size)
 	_cleanup_free_ char *dflt = NULL;
 	struct stat st, sb = { 0 }, sf = { 0 };
 
-	if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
+	if (system_lost || (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))) {
 		(void)snprintf(buf, size, "system %s", sock);
 		return;
 	}
@@ -357,8 +419,13 @@ static int link_get(struct backend_instance *bi, struct auto_link **ret, char *m
 	}
 	ctl_launcher_set_exit_handler(k->l, on_exit_report, k);
 	r = event_add_io(bi->ctl->loop, ctl_launcher_fd(k->l), EPOLLIN, on_launcher, k, &k->src);
+	if (r >= 0 && ctl_launcher_pidfd(k->l, NULL) >= 0)
+		r = event_add_io(bi->ctl->loop, ctl_launcher_pidfd(k->l, NULL), EPOLLIN,
+				 on_launcher_exited, k, &k->pid_src);
 	if (r < 0) {
 		(void)snprintf(msg, size, "cannot watch the launcher");
+		event_source_free(k->src);
+		backend_launcher_reap_later(bi->ctl, k->l);
 		ctl_launcher_free(k->l);
 		free(k);
 		return r;
@@ -367,6 +434,8 @@ static int link_get(struct backend_instance *bi, struct auto_link **ret, char *m
 	if (r < 0) {
 		(void)snprintf(msg, size, "cannot talk to the launcher");
 		event_source_free(k->src);
+		event_source_free(k->pid_src);
+		backend_launcher_reap_later(bi->ctl, k->l);
 		ctl_launcher_free(k->l);
 		free(k);
 		return r;
@@ -393,23 +462,35 @@ static void link_hello_done(struct ctl_launcher *l, json_t *info,
 	link_settle(k, r, msg, false);
 }
 
-static void auto_prepare(struct backend_instance *bi, backend_done_cb done, void *ud)
+static void prepare_link(struct backend_instance *bi);
+
+static int on_reconnect(struct event_source *s, void *userdata)
 {
+	prepare_link(userdata);
+	return 0;
+}
+
+/* Join the link (d->prepare_done waits for it); a lost system launcher is tried again for a
+ * while when its socket refuses or is absent. */
+static void prepare_link(struct backend_instance *bi)
+{
+	struct auto_data *d = bi->data;
 	struct auto_link *k = NULL;
-	struct auto_data *d;
 	char msg[1200];
 	int r;
 
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		done(bi, -ENOMEM, "out of memory", ud);
-		return;
-	}
-	d->bi = bi;
-	bi->data = d;
 	r = link_get(bi, &k, msg, sizeof(msg));
 	if (r < 0) {
-		done(bi, r, msg, ud);
+		backend_done_cb done;
+
+		if (system_lost && (r == -ECONNREFUSED || r == -ENOENT || r == -EAGAIN) &&
+		    now_usec() < d->retry_until &&
+		    (d->retry ? event_timer_set(d->retry, RECONNECT_STEP_USEC, false)
+			      : event_add_timer(bi->ctl->loop, RECONNECT_STEP_USEC, false,
+						on_reconnect, bi, &d->retry)) >= 0)
+			return;
+		done = TAKE_PTR(d->prepare_done);
+		done(bi, r, msg, d->prepare_ud);
 		return;
 	}
 	k->users++;
@@ -418,12 +499,29 @@ static void auto_prepare(struct backend_instance *bi, backend_done_cb done, void
 	k->members = d;
 	if (k->hello) {
 		/* A launcher that answered and is still connected: ready now. */
+		backend_done_cb done = TAKE_PTR(d->prepare_done);
+
 		d->hello = json_incref(k->hello);
-		done(bi, 0, NULL, ud);
+		done(bi, 0, NULL, d->prepare_ud);
+	}
+	/* Else link_hello_done() (or the link's loss) completes it. */
+}
+
+static void auto_prepare(struct backend_instance *bi, backend_done_cb done, void *ud)
+{
+	struct auto_data *d;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		done(bi, -ENOMEM, "out of memory", ud);
 		return;
 	}
+	d->bi = bi;
 	d->prepare_done = done;
 	d->prepare_ud = ud;
+	d->retry_until = now_usec() + RECONNECT_USEC;
+	bi->data = d;
+	prepare_link(bi);
 }
 
 static void auto_probe(struct backend_instance *bi, backend_done_cb done, void *ud)
@@ -523,6 +621,7 @@ static void auto_free(struct backend_instance *bi)
 	if (!d)
 		return;
 	link_leave(d);
+	event_source_free(d->retry);
 	json_decref(d->hello);
 	free(d);
 	bi->data = NULL;

@@ -13,6 +13,11 @@
  *   7. drop the old instance's active reference: it is disposed once its last process ends; a
  *      failing dispose keeps the new activation, warns, and is retried in the background.
  * A failure in 1–4 leaves the running and the persisted selection as they were.
+ *
+ * When the active instance's launcher is lost there is no active instance until builtin:auto is
+ * activated again (at once, and by the next spawn if that failed): a spawn that arrives
+ * meanwhile waits for that activation (controller_backend_await()), the one case where a spawn
+ * waits for an activation, since nothing else could serve it.
  */
 #include "config.h"
 
@@ -249,6 +254,27 @@ static int resolve_secrets(struct activation *a, char *msg, size_t msg_size)
 	return 0;
 }
 
+struct slot_waiter {
+	struct slot_waiter *next;
+	backend_await_cb cb;
+	void *ud;
+};
+
+/* Answer those waiting for an active instance, in arrival order: 0 when there is one, else r and
+ * message. A callback may wait again: it waits for the next activation. */
+static void slot_waiters_answer(struct controller *c, int r, const char *message)
+{
+	struct slot_waiter *list = TAKE_PTR(c->slot_waiters);
+
+	while (list) {
+		struct slot_waiter *w = list;
+
+		list = w->next;
+		w->cb(c, c->active ? 0 : r, c->active ? NULL : message, w->ud);
+		free(w);
+	}
+}
+
 static void activation_finish(struct activation *a, int r, const char *message)
 {
 	struct controller *c = a->ctl;
@@ -271,6 +297,10 @@ static void activation_finish(struct activation *a, int r, const char *message)
 	/* Serialized: start the next queued activation. */
 	c->activations = a->next;
 	free(a);
+	/* Those waiting for an active instance are answered once there is one, or once no
+	 * activation is left that could make one. */
+	if (c->slot_waiters && (c->active || !c->activations))
+		slot_waiters_answer(c, r < 0 ? r : -ENODEV, r < 0 ? msg : "no launcher is active");
 	if (c->activations)
 		activation_run(c->activations);
 }
@@ -438,15 +468,65 @@ bool controller_backend_pack_in_use(struct controller *c, const char *pack_id)
 	return false;
 }
 
+/* Activate builtin:auto unless an activation is already under way. A lost builtin:auto comes
+ * back as itself: the saved selection does not change; a lost pack backend gives way to
+ * builtin:auto, which is saved (PROTOCOL.md §6.2). */
+static int slot_reestablish(struct controller *c)
+{
+	if (c->activations || c->exiting)
+		return 0;
+	return controller_backend_activate(c, "builtin:auto", NULL,
+					   c->slot_persist ? 0 : ACTIVATE_NO_PERSIST, NULL, NULL);
+}
+
 void controller_backend_lost(struct controller *c, struct backend_instance *bi)
 {
 	controller_event(c, "backend-lost", json_pack("{s:s}", "launcher", bi->name));
 	controller_processes_instance_lost(c, bi);
 	if (c->active == bi && !c->exiting) {
-		/* Re-establish a confined launcher; until then spawns fail cleanly. */
+		/* Re-establish a confined launcher; spawns wait for it meanwhile. */
 		c->active = NULL;
+		c->slot_persist = !streq(bi->ref, "builtin:auto");
 		backend_instance_unref(bi);
-		(void)controller_backend_activate(c, "builtin:auto", NULL, 0, NULL, NULL);
+		(void)slot_reestablish(c);
+	}
+}
+
+int controller_backend_await(struct controller *c, backend_await_cb cb, void *ud)
+{
+	struct slot_waiter *w, **tail;
+	int r;
+
+	if (c->active)
+		return 1;
+	if (c->exiting)
+		return -ESHUTDOWN;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->cb = cb;
+	w->ud = ud;
+	for (tail = &c->slot_waiters; *tail; tail = &(*tail)->next)
+		;
+	*tail = w;
+	/* Nothing under way (its last attempt failed): this request tries again. The attempt may
+	 * end before this returns, w answered. */
+	r = slot_reestablish(c);
+	if (r < 0)
+		controller_backend_await_cancel(c, ud);
+	return r < 0 ? r : 0;
+}
+
+void controller_backend_await_cancel(struct controller *c, void *ud)
+{
+	for (struct slot_waiter **pp = &c->slot_waiters; *pp;) {
+		struct slot_waiter *w = *pp;
+
+		if (w->ud == ud) {
+			*pp = w->next;
+			free(w);
+		} else
+			pp = &w->next;
 	}
 }
 
@@ -473,6 +553,13 @@ void controller_backends_stop(struct controller *c)
 
 	if (c->active)
 		backend_instance_unref(TAKE_PTR(c->active));
+	/* Nobody is left to answer (the clients are gone). */
+	while (c->slot_waiters) {
+		struct slot_waiter *w = c->slot_waiters;
+
+		c->slot_waiters = w->next;
+		free(w);
+	}
 	/* A failed disposal waiting to be retried is tried once more now, and then given up
 	 * (dispose_done() retries nothing once we are exiting). */
 	for (struct dispose_retry *dr = disposals; dr; dr = dr->next)

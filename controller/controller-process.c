@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/json-cleanup.h"
@@ -526,6 +527,10 @@ static json_t *launcher_error_obj(json_t *lerr, int r)
 	} else if (code && streq(code, "limit")) {
 		jcode = CORDON_ERR_LIMIT;
 		(void)snprintf(text, sizeof(text), "%s", msg ? msg : "a ceiling was reached");
+	} else if (code && streq(code, "launcher-lost")) {
+		/* The launcher went away before it answered (ctl_launcher_abort()). */
+		jcode = CORDON_ERR_BACKEND;
+		(void)snprintf(text, sizeof(text), "the launcher was lost: %s", msg ? msg : "");
 	} else if (code && streq(code, "invalid-plan")) {
 		/* Our compiler produced something the launcher refused: a bug on our side. */
 		jcode = JSONRPC_INTERNAL_ERROR;
@@ -667,6 +672,16 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		}
 	}
 
+	/* Before compiling: the plan is compiled for the active launcher's hello. */
+	if (!c->active) {
+		*ret_error = error_obj(
+			CORDON_ERR_BACKEND,
+			"the launcher is not available: no launcher is active (its launcher was lost "
+			"and is being re-established, or an activation failed)",
+			NULL);
+		r = -ENODEV;
+		goto out;
+	}
 	r = controller_compile_request(c, params, &plan, &fe);
 	t_compiled = now_usec();
 	/* -EOPNOTSUPP naming a rule: the host cannot enforce it, and it is not optional. */
@@ -751,14 +766,6 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	}
 	if (a.detached)
 		json_object_set_new(plan.plan, "dieWithRequester", json_false());
-
-	if (!c->active) {
-		*ret_error = error_obj(
-			CORDON_ERR_BACKEND,
-			"no launcher is active (an activation is in progress or failed)", NULL);
-		r = -ENODEV;
-		goto out;
-	}
 
 	p = calloc(1, sizeof(*p));
 	if (!p) {
@@ -956,14 +963,106 @@ static int process_launch(struct process *p, json_t **ret_error)
 	return r;
 }
 
-int method_process_exec(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+/*
+ * A spawn or exec that came while no instance is active (its launcher was lost): it waits for
+ * the one being activated, and is then handled as if it came then; if none can be, it fails
+ * (backend-failed) and the next request tries again.
+ */
+struct parked_request {
+	struct parked_request *next;
+	struct client *cl;
+	json_t *id;
+	json_t *params;
+	int fds[IPC_MAX_FDS];
+	size_t n_fds;
+	bool exec;
+};
+
+static int process_start(struct client *cl, json_t *id, json_t *params, int *fds, size_t n,
+			 bool exec, bool may_wait);
+
+static void parked_free(struct parked_request *pk)
+{
+	json_decref(pk->id);
+	json_decref(pk->params);
+	close_many(pk->fds, pk->n_fds);
+	free(pk);
+}
+
+static void parked_unlink(struct controller *c, struct parked_request *pk)
+{
+	for (struct parked_request **pp = &c->parked; *pp; pp = &(*pp)->next)
+		if (*pp == pk) {
+			*pp = pk->next;
+			return;
+		}
+}
+
+static void on_launcher_ready(struct controller *c, int r, const char *message, void *ud)
+{
+	struct parked_request *pk = ud;
+
+	parked_unlink(c, pk);
+	if (r < 0) {
+		char text[1200];
+
+		(void)snprintf(text, sizeof(text), "the launcher is not available: %s",
+			       message ? message : strerror(-r));
+		(void)client_reply_error(pk->cl, pk->id, CORDON_ERR_BACKEND, text,
+					 json_pack("{s:s}", "error", strerror(-r)));
+	} else
+		(void)process_start(pk->cl, pk->id, pk->params, pk->fds, pk->n_fds, pk->exec,
+				    false);
+	parked_free(pk);
+}
+
+static int process_park(struct client *cl, json_t *id, json_t *params, int *fds, size_t n,
+			bool exec)
+{
+	struct controller *c = cl->ctl;
+	struct parked_request *pk = calloc(1, sizeof(*pk));
+	int r;
+
+	if (!pk)
+		return -ENOMEM;
+	pk->cl = cl;
+	pk->id = json_incref(id);
+	pk->params = json_incref(params);
+	pk->exec = exec;
+	/* The request's fds are ours until it is handled. */
+	for (size_t i = 0; i < n && i < IPC_MAX_FDS; i++)
+		pk->fds[i] = TAKE_FD(fds[i]);
+	pk->n_fds = n < IPC_MAX_FDS ? n : IPC_MAX_FDS;
+	pk->next = c->parked;
+	c->parked = pk;
+	r = controller_backend_await(c, on_launcher_ready, pk);
+	if (r == 0)
+		return 0; /* pk is on_launcher_ready()'s (it may have run already) */
+	parked_unlink(c, pk);
+	if (r > 0)
+		r = process_start(cl, id, params, pk->fds, pk->n_fds, exec, false);
+	else
+		r = client_reply_error(cl, id, CORDON_ERR_BACKEND, "the launcher is not available",
+				       json_pack("{s:s}", "error", strerror(-r)));
+	parked_free(pk);
+	return r;
+}
+
+static int process_start(struct client *cl, json_t *id, json_t *params, int *fds, size_t n,
+			 bool exec, bool may_wait)
 {
 	_cleanup_json_ json_t *err = NULL;
 	struct process *p = NULL;
-	int r = process_create(cl->ctl, cl, params, fds, n, true, &p, &err);
+	int r;
 
+	if (!cl->ctl->active && may_wait)
+		return process_park(cl, id, params, fds, n, exec);
+	r = process_create(cl->ctl, cl, params, fds, n, exec, &p, &err);
 	if (r >= 0) {
-		p->exec_id = json_incref(id);
+		if (exec)
+			p->exec_id = json_incref(id);
+		else
+			p->spawn_id = json_incref(id);
 		r = process_launch(p, &err);
 	}
 	if (r < 0)
@@ -971,19 +1070,14 @@ int method_process_exec(struct client *cl, json_t *id, json_t *params, int *fds,
 	return 0;
 }
 
+int method_process_exec(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	return process_start(cl, id, params, fds, n, true, true);
+}
+
 int method_process_spawn(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
-	_cleanup_json_ json_t *err = NULL;
-	struct process *p = NULL;
-	int r = process_create(cl->ctl, cl, params, fds, n, false, &p, &err);
-
-	if (r >= 0) {
-		p->spawn_id = json_incref(id);
-		r = process_launch(p, &err);
-	}
-	if (r < 0)
-		return err ? reply_error_obj(cl, id, err) : r;
-	return 0;
+	return process_start(cl, id, params, fds, n, false, true);
 }
 
 /* Look up params.processId; answers the error itself and returns NULL when absent. */
@@ -1195,9 +1289,12 @@ void controller_process_exited_on(struct controller *c, struct backend_instance 
 
 void controller_processes_instance_lost(struct controller *c, struct backend_instance *bi)
 {
-	_cleanup_json_ json_t *exit =
-		json_pack("{s:i,s:i,s:s}", "exitCode", 0, "signal", 9, "reason", "launcher-lost");
+	_cleanup_json_ json_t *exit = json_pack("{s:i,s:i,s:s}", "exitCode", 0, "signal", SIGKILL,
+						"reason", "launcher-lost");
+	bool again;
 
+	/* The sandboxes it made end now, whether or not their init died with it: a pid
+	 * namespace's init takes the rest of the namespace along. */
 	for (struct process *p = c->processes, *next; p; p = next) {
 		next = p->next;
 		if (p->bi != bi || p->exit || p->finished)
@@ -1206,14 +1303,41 @@ void controller_processes_instance_lost(struct controller *c, struct backend_ins
 			on_spawned(bi, NULL, -1, -1, 0, NULL, p); /* drops p */
 			continue;
 		}
+		if (p->pidfd >= 0 &&
+		    syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0) < 0 &&
+		    errno != ESRCH)
+			log_warning_errno(errno, "%s: cannot kill the sandbox %s: %m", p->id,
+					  p->sandbox);
 		p->exit = json_incref(exit);
-		p->end_usec = now_usec();
-		process_maybe_finish(p);
+		p->end_usec = p->t_exit = now_usec();
 	}
+	/* Each finishes once its output is read to the end (the killed sandbox closes its pipes);
+	 * finishing one may prune others, so the walk starts over after each. */
+	do {
+		again = false;
+		for (struct process *p = c->processes; p; p = p->next)
+			if (exit && p->bi == bi && p->exit == exit && !p->finished &&
+			    p->out[0].eof && p->out[1].eof) {
+				process_maybe_finish(p);
+				again = true;
+				break;
+			}
+	} while (again);
 }
 
 void controller_processes_client_gone(struct controller *c, struct client *cl)
 {
+	for (struct parked_request **pp = &c->parked; *pp;) {
+		struct parked_request *pk = *pp;
+
+		if (pk->cl != cl) {
+			pp = &pk->next;
+			continue;
+		}
+		*pp = pk->next;
+		controller_backend_await_cancel(c, pk);
+		parked_free(pk);
+	}
 	for (struct process *p = c->processes; p; p = p->next) {
 		for (struct waiter **w = &p->waiters; *w;) {
 			if ((*w)->cl == cl) {
@@ -1251,6 +1375,12 @@ bool controller_processes_idle(struct controller *c)
 
 void controller_processes_free(struct controller *c)
 {
+	while (c->parked) {
+		struct parked_request *pk = c->parked;
+
+		c->parked = pk->next;
+		parked_free(pk);
+	}
 	while (c->processes) {
 		struct process *p = c->processes;
 

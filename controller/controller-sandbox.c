@@ -110,8 +110,14 @@ static void setup_done(struct controller *c, const char *process_id, json_t *res
 					 json_object_get(result, "stdout"), "stderr",
 					 json_object_get(result, "stderr"));
 
-		(void)client_reply_error(cl, id, CORDON_ERR_SETUP_FAILED,
-					 "the sandbox's setup command failed", data);
+		bool lost = reason && streq(reason, "launcher-lost");
+
+		(void)client_reply_error(cl, id,
+					 lost ? CORDON_ERR_BACKEND : CORDON_ERR_SETUP_FAILED,
+					 lost ? "the launcher was lost while the sandbox's setup "
+						"command ran"
+					      : "the sandbox's setup command failed",
+					 data);
 	}
 	controller_event(c, "sandbox-setup-failed",
 			 json_pack("{s:s,s:s?,s:i}", "sandboxId", s->id, "reason", reason,

@@ -61,6 +61,9 @@ struct controller {
 	struct backend_secrets *secrets;    /* opened on first use (controller-settings.c) */
 	struct pack_store *packs;	    /* installed packs (pack-store.c) */
 	struct pack_backend *pack_backends; /* their backends' ops (controller-backend-pack.c) */
+	struct slot_waiter *slot_waiters; /* waiting for an active instance (controller-backend.c) */
+	bool slot_persist;	       /* its re-activation saves builtin:auto as the selection */
+	struct parked_request *parked; /* spawns waiting for it (controller-process.c) */
 };
 
 /* controller-server.c */
@@ -216,9 +219,20 @@ int controller_write_file_async(struct controller *c, char *path, char *data, si
 int controller_backend_load_selection(struct controller *c, char **ret_ref, json_t **ret_settings);
 /* Is a backend of the pack active, or being or about to be activated? */
 bool controller_backend_pack_in_use(struct controller *c, const char *pack_id);
-/* An instance's launcher went away: its processes are gone; re-establish auto if active. */
+/* An instance's launcher went away: its processes end (killed, reason "launcher-lost"); when it
+ * was the active one, builtin:auto is activated again at once. */
 void controller_backend_lost(struct controller *c, struct backend_instance *bi);
 void controller_processes_instance_lost(struct controller *c, struct backend_instance *bi);
+/*
+ * Wait for an active instance when there is none (its launcher was lost): 1 when there is one
+ * now (cb will not run); else 0, and cb runs once an activation made one (r 0) or failed (r < 0,
+ * message says why), which may be before this returns — builtin:auto's activation is started
+ * when none is under way; or -errno (cb will not run). controller_backend_await_cancel()
+ * forgets the waits made with ud.
+ */
+typedef void (*backend_await_cb)(struct controller *c, int r, const char *message, void *ud);
+int controller_backend_await(struct controller *c, backend_await_cb cb, void *ud);
+void controller_backend_await_cancel(struct controller *c, void *ud);
 /* Packs (controller-packs.c): the installed packs, their backends, the pack.* methods. */
 const struct backend_ops *controller_pack_backend_find(struct controller *c, const char *ref);
 /* The backends of the enabled packs, at most max into out; returns how many. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,9 +37,15 @@ struct exit_item {
 	struct ctl_launcher_exit e;
 };
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
 struct ctl_launcher {
 	int fd;
 	pid_t child; /* launcherd of our own we started, or 0 */
+	pid_t pid;   /* the launcherd process as far as we know it (ctl_launcher_pidfd()), or 0 */
+	int pidfd;   /* …a pidfd of it, or -1 */
 	int64_t next_seq;
 	struct pending *pending;
 	struct exit_item *exits; /* reports nobody has taken yet, oldest first */
@@ -70,8 +77,33 @@ static struct ctl_launcher *launcher_new(int fd)
 	if (!l)
 		return NULL;
 	l->fd = fd;
+	l->pidfd = -1;
 	l->next_seq = 1;
 	return l;
+}
+
+/*
+ * The process that made the socket at the other end of fd listen, as a pidfd: the launcherd
+ * started on that socket. None (-1) for pid 1, which made it for a socket-activated launcherd
+ * (then the connection's end is what tells: its unit goes down with it), nor when its pid is
+ * not visible here. SO_PEERPIDFD cannot name a recycled pid; kernels before 6.5 lack it, and a
+ * pidfd of the pid SO_PEERCRED gave is the next best.
+ */
+static int peer_pidfd(int fd, pid_t *ret_pid)
+{
+	struct ucred uc = { 0 };
+	socklen_t len = sizeof(uc);
+	int pidfd = -1;
+
+	*ret_pid = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0 || uc.pid <= 1)
+		return -1;
+	len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0 || pidfd < 0)
+		pidfd = (int)syscall(SYS_pidfd_open, uc.pid, 0);
+	if (pidfd >= 0)
+		*ret_pid = uc.pid;
+	return pidfd < 0 ? -1 : pidfd;
 }
 
 int ctl_launcher_connect(const char *path, struct ctl_launcher **ret)
@@ -90,6 +122,7 @@ int ctl_launcher_connect(const char *path, struct ctl_launcher **ret)
 	*ret = launcher_new(fd);
 	if (!*ret)
 		return -ENOMEM;
+	(*ret)->pidfd = peer_pidfd(fd, &(*ret)->pid);
 	TAKE_FD(fd);
 	return 0;
 }
@@ -127,7 +160,11 @@ int ctl_launcher_start_own(const char *launcherd_path, const char *floor_path, b
 		(void)waitpid(pid, NULL, 0);
 		return -ENOMEM;
 	}
-	(*ret)->child = pid;
+	(*ret)->child = (*ret)->pid = pid;
+	/* Our child: it cannot have been reaped, so the pid is still its own. */
+	(*ret)->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if ((*ret)->pidfd < 0)
+		(*ret)->pidfd = -1;
 	return 0;
 }
 
@@ -136,6 +173,7 @@ void ctl_launcher_free(struct ctl_launcher *l)
 	if (!l)
 		return;
 	safe_close(l->fd);
+	safe_close(l->pidfd);
 	while (l->pending) {
 		struct pending *p = l->pending;
 
@@ -159,6 +197,60 @@ void ctl_launcher_free(struct ctl_launcher *l)
 int ctl_launcher_fd(const struct ctl_launcher *l)
 {
 	return l->fd;
+}
+
+int ctl_launcher_pidfd(const struct ctl_launcher *l, pid_t *ret_pid)
+{
+	if (ret_pid)
+		*ret_pid = l->pid;
+	return l->pidfd;
+}
+
+int ctl_launcher_reap_child(struct ctl_launcher *l, int *ret_status)
+{
+	int status = 0;
+	pid_t r;
+
+	if (l->child <= 0)
+		return 0;
+	do
+		r = waitpid(l->child, &status, WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return 0;
+	l->child = 0;
+	if (ret_status)
+		*ret_status = status;
+	return 1;
+}
+
+void ctl_launcher_abort(struct ctl_launcher *l, const char *message)
+{
+	struct ctl_launcher_error e = { .error = ECONNRESET };
+	struct pending *list = TAKE_PTR(l->pending);
+
+	l->broken = true;
+	(void)snprintf(e.code, sizeof(e.code), "launcher-lost");
+	(void)snprintf(e.message, sizeof(e.message), "%s", message);
+	/* Detached first: a callback may make requests of its own (they fail: broken). */
+	while (list) {
+		struct pending *p = list;
+
+		list = p->next;
+		if (p->spawn_cb)
+			p->spawn_cb(l, NULL, -1, 0, -1, &e, p->userdata);
+		else if (p->hello_cb)
+			p->hello_cb(l, NULL, &e, p->userdata);
+		else {
+			/* A blocking request's record: its caller removes it. */
+			p->next = l->pending;
+			l->pending = p;
+			continue;
+		}
+		free(p);
+	}
 }
 
 void ctl_launcher_set_exit_handler(struct ctl_launcher *l, ctl_launcher_exit_cb cb, void *userdata)
@@ -334,9 +426,12 @@ static void pending_remove(struct ctl_launcher *l, struct pending *p)
 static int request(struct ctl_launcher *l, json_t *msg, const int *fds, size_t n_fds,
 		   struct pending **ret_p)
 {
-	struct pending *p = pending_add(l);
+	struct pending *p;
 	int r;
 
+	if (l->broken)
+		return -ECONNRESET;
+	p = pending_add(l);
 	if (!p)
 		return -ENOMEM;
 	if (json_object_set_new(msg, "seq", json_integer(p->seq)) < 0) {
@@ -393,6 +488,8 @@ static int send_async(struct ctl_launcher *l, json_t *msg, const int *fds, size_
 {
 	int r = json_object_set_new(msg, "seq", json_integer(p->seq)) < 0 ? -ENOMEM : 0;
 
+	if (r >= 0 && l->broken)
+		r = -ECONNRESET;
 	if (r >= 0)
 		r = ipc_frame_send_json(l->fd, msg, fds, n_fds, 0);
 	if (r < 0)

@@ -73,6 +73,21 @@ int ctl_launcher_start_own(const char *launcherd_path, const char *floor_path, b
 void ctl_launcher_free(struct ctl_launcher *l);
 
 int ctl_launcher_fd(const struct ctl_launcher *l);
+/*
+ * A pidfd of the launcherd process (and its pid in *ret_pid, optional), to watch: the launcherd
+ * of our own we started, or the one that listens on the system socket we connected to; -1 when
+ * it is not known (a socket-activated launcherd: pid 1 made its socket). Its end is the end of
+ * the channel even while some other process still holds the connection's far end. Borrowed.
+ */
+int ctl_launcher_pidfd(const struct ctl_launcher *l, pid_t *ret_pid);
+/* Reap the launcherd of our own if it has exited, without waiting: 1 and its wait status, 0
+ * while it runs (or when it is not our child), -errno. */
+int ctl_launcher_reap_child(struct ctl_launcher *l, int *ret_status);
+/*
+ * The launcher is gone: nothing more is sent, and every request still waiting for its reply is
+ * answered now through its callback with the error code "launcher-lost" and message.
+ */
+void ctl_launcher_abort(struct ctl_launcher *l, const char *message);
 
 /* hello; *ret_info (optional) gets the reply object (mode, landlockAbi, cgroup, floor, …). */
 int ctl_launcher_hello(struct ctl_launcher *l, json_t **ret_info,

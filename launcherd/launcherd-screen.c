@@ -206,9 +206,6 @@ _noreturn_ static void receiver(int conn, int out, pid_t parent, uid_t uid, gid_
 	struct screen_header *h;
 	int devnull;
 
-	/* No life of our own after launcherd's, nothing of its but what we serve. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
-		_exit(1);
 	(void)prctl(PR_SET_NAME, "cordon-receiver", 0, 0, 0);
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull < 0)
@@ -222,6 +219,10 @@ _noreturn_ static void receiver(int conn, int out, pid_t parent, uid_t uid, gid_
 	 * never dumpable, so not even it can look inside. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || setgroups(0, NULL) < 0 ||
 	    setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+		_exit(1);
+	/* No life of our own after launcherd's (set after the switch, which clears it), nothing
+	 * of its but what we serve. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
 		_exit(1);
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || syscall(SYS_capset, &head, none) < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
