@@ -160,7 +160,17 @@ static int exit_status_of(json_t *exit)
 static void print_exit_note(json_t *exit)
 {
 	const char *reason = json_string_value(json_object_get(exit, "reason"));
+	json_t *created = json_object_get(exit, "hostExecutedCreated"), *v;
+	size_t i;
 
+	/* Files the host may run later that the sandbox may have created (cordon-policy(5),
+	 * HOST-EXECUTED PATHS): say so, whatever the exit. */
+	json_array_foreach(created, i, v)
+		fprintf(stderr,
+			"cordon: warning: \"%s\" did not exist when the command started and does "
+			"now; tools on this host may run what it says (review it before you run "
+			"git or direnv here)\n",
+			json_string_value(v) ? json_string_value(v) : "?");
 	if (!reason || streq(reason, "exited"))
 		return;
 	if (streq(reason, "timeout"))

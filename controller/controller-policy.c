@@ -35,6 +35,7 @@ void ctl_plan_done(struct ctl_plan *p)
 	p->n_fds = 0;
 	json_decref(TAKE_PTR(p->plan));
 	p->proxy_rules = proxy_rules_unref(p->proxy_rules);
+	strv_free(TAKE_PTR(p->host_exec_absent));
 }
 
 int ctl_plan_add_fd(struct ctl_plan *p, int fd)
@@ -459,6 +460,10 @@ int controller_compile_request(struct controller *c, json_t *params, struct ctl_
 		}
 	}
 	ret->max_output_bytes = cp->max_output_bytes;
+	if (cp->host_exec_absent && !(ret->host_exec_absent = strv_copy(cp->host_exec_absent))) {
+		r = -ENOMEM;
+		goto out;
+	}
 	if (policy->net.mode == POLICY_NETWORK_PROXY) {
 		r = proxy_rules_from_policy(policy, &ret->proxy_rules);
 		if (r < 0) {

@@ -25,6 +25,7 @@
 #include "controller/controller.h"
 #include "controller/proxy.h"
 #include "ipc/ipc-json.h"
+#include "policy/policy-hostexec.h"
 
 #define ARGV_MAX 4096
 #define ENV_MAX 4096
@@ -97,6 +98,8 @@ struct process {
 	size_t n_plan_fds;
 	struct proxy_rules *proxy_rules; /* network "proxy": the rules, until the listener */
 	struct proxy_listener *proxy;	 /* the controller's proxy serving this sandbox */
+	char **host_exec_absent;	 /* of the plan: reported if created (host_exec_check()) */
+	json_t *host_exec_created;	 /* those that exist at its end, or NULL */
 	/* Internal processes (a sandbox's setup hook): told here instead of a client. */
 	void (*on_done)(struct controller *c, const char *process_id, json_t *result, void *ud);
 	void *on_done_ud;
@@ -159,6 +162,8 @@ static void process_free(struct process *p)
 	free(p->group);
 	json_decref(p->spawn_id);
 	json_decref(p->plan);
+	strv_free(p->host_exec_absent);
+	json_decref(p->host_exec_created);
 	p->proxy = proxy_listener_free(p->proxy);
 	proxy_rules_unref(p->proxy_rules);
 	close_many(p->plan_fds, p->n_plan_fds);
@@ -192,6 +197,8 @@ static json_t *process_result(struct process *p, bool with_output)
 		return NULL;
 	if (p->group)
 		json_object_set_new(r, "sandboxId", json_string(p->group));
+	if (p->host_exec_created)
+		json_object_set(r, "hostExecutedCreated", p->host_exec_created);
 	if (p->exit) {
 		static const char *const keep[] = { "exitCode", "signal", "reason", "limits",
 						    NULL };
@@ -248,6 +255,30 @@ static void prune_finished(struct controller *c)
 	}
 }
 
+/*
+ * Host-executed paths (a new .envrc, a commondir file in a git directory) that did not exist
+ * when the process started and do now: the sandbox may have written something the host will
+ * run later, and no mount could have kept the name from being created. Said in the result, as
+ * a "host-executed-created" event, and by the CLI; nothing is removed (it may be the user's own
+ * doing meanwhile, and a workspace never loses data).
+ */
+static void host_exec_check(struct process *p)
+{
+	_cleanup_strv_free_ char **created = NULL;
+	_cleanup_json_ json_t *ev = NULL;
+
+	if (!p->host_exec_absent || policy_host_exec_created(p->host_exec_absent, &created) < 0 ||
+	    !created)
+		return;
+	p->host_exec_created = json_array();
+	for (char **s = created; p->host_exec_created && *s; s++)
+		(void)json_array_append_new(p->host_exec_created, json_string(*s));
+	ev = json_pack("{s:s,s:O,s:O*}", "processId", p->id, "paths", p->host_exec_created, "argv",
+		       p->argv);
+	if (ev)
+		controller_event(p->ctl, "host-executed-created", TAKE_PTR(ev));
+}
+
 /* Exit known and all captured output read: answer everyone who waits. */
 static void process_maybe_finish(struct process *p)
 {
@@ -265,6 +296,7 @@ static void process_maybe_finish(struct process *p)
 		  p->t_exit ? p->t_exit - p->t_request : 0, p->end_usec - p->t_request,
 		  p->t_request);
 	stdin_close(p);
+	host_exec_check(p);
 	/* The launcher instance is no longer needed by this process: a replaced instance is
 	 * disposed once its last process got here (SPEC §5 step 7). */
 	backend_instance_unref(TAKE_PTR(p->bi));
@@ -799,6 +831,7 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		(void)fd_set_nonblock(p->stdin_fd, true);
 	p->out[0].eof = p->out[1].eof = true;
 	p->max_output = plan.max_output_bytes;
+	p->host_exec_absent = TAKE_PTR(plan.host_exec_absent);
 	p->start_usec = now_usec();
 	p->t_request = t_request;
 	p->t_compiled = t_compiled;

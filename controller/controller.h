@@ -158,6 +158,9 @@ struct ctl_plan {
 	size_t n_fds;
 	uint64_t max_output_bytes;	 /* the policy's per-stream capture cap */
 	struct proxy_rules *proxy_rules; /* network "proxy": what the controller's proxy allows */
+	/* Host-executed paths that did not exist at compile time (policy-hostexec.h): no mount
+	 * can keep them from being created, so the process's end reports those that appeared. */
+	char **host_exec_absent;
 };
 void ctl_plan_done(struct ctl_plan *p);
 /* Append fd (duplicated) to the plan's fd list; returns its index or -errno. */

@@ -247,6 +247,18 @@ suite() {
 		grep -q '\.envrc .env' "$BASE/explain.txt" &&
 		grep -q 'filesystem.hostExecuted ".git/config": ".*" kept read-only' "$BASE/explain.txt"
 	ok $? "$WHO: policy explain says how each is kept, and which could be created"
+	# …and one the sandbox creates is reported when the command ends (CLI warning, event).
+	out=$(attack hooks "" 'echo "touch /tmp/x" >.envrc' 2>&1)
+	rc=$?
+	[ $rc = 0 ] && echo "$out" | grep -q 'warning: ".*/hooks/.envrc" did not exist'
+	ok $? "$WHO: a created .envrc is reported by cordon run (rc $rc: $out)"
+	(cd "$BASE/hooks" && as "$CORDON" events) 2>/dev/null |
+		grep '"type":"host-executed-created"' | grep -q 'hooks/.envrc'
+	ok $? "$WHO: …and in the event stream"
+	out=$(attack hooks "" 'true' 2>&1)
+	! echo "$out" | grep -q warning
+	ok $? "$WHO: an .envrc there already is not reported again ($out)"
+	as rm -f "$BASE/hooks/.envrc"
 
 	# 10. Ordinary work: add, commit, branch, stash; git commands that write the config fail
 	# without touching it.
