@@ -721,7 +721,8 @@ int conn_new(struct launcherd *d, int fd)
 	 * ourselves (a second fd of it, for epoll) and take every fd, so that files on an NFS or
 	 * FUSE home stay usable as stdio. */
 	if (r >= 0 && d->mode == LAUNCHERD_PRIVILEGED)
-		r = screen_start(cfd, c->peer.uid, c->peer.gid, &c->rfd, &c->receiver);
+		r = screen_start(cfd, d->devnull_fd, c->peer.uid, c->peer.gid, &c->rfd,
+				 &c->receiver);
 	else if (r >= 0) {
 		c->rfd = fcntl(cfd, F_DUPFD_CLOEXEC, 3);
 		r = c->rfd < 0 ? -errno : 0;

@@ -60,7 +60,8 @@ bool screen_fs_ok(const char *type)
  * The file system of fd by its magic number, for a file on a mount our namespace does not list
  * (the requester's namespace is not launcherd's: under its unit, every file of the host's).
  * fstatfs() asks the file system (a FUSE server could stall it): only the receiver, which serves
- * one connection, calls it. Names as in screen_fs_ok()'s list; -ENOENT for any other.
+ * one connection, calls it. Names as in mountinfo; -ENOENT (its magic number as the name) for
+ * one not known here.
  */
 static int magic_fstype(int fd, char fstype[SCREEN_FSTYPE_MAX])
 {
@@ -68,17 +69,44 @@ static int magic_fstype(int fd, char fstype[SCREEN_FSTYPE_MAX])
 		unsigned long magic;
 		const char *name;
 	} known[] = {
-		{ 0x01021994, "tmpfs" },   { 0x858458f6, "ramfs" },    { 0x958458f6, "hugetlbfs" },
-		{ 0xef53, "ext4" },	   { 0x58465342, "xfs" },      { 0x9123683e, "btrfs" },
-		{ 0xf2f52010, "f2fs" },	   { 0xca451a4e, "bcachefs" }, { 0x3153464a, "jfs" },
-		{ 0x3434, "nilfs2" },	   { 0x52654973, "reiserfs" }, { 0x4d44, "vfat" },
-		{ 0x2011bab0, "exfat" },   { 0x7366746e, "ntfs3" },    { 0x15013346, "udf" },
-		{ 0x9660, "iso9660" },	   { 0x73717368, "squashfs" }, { 0xe0f5e1e2, "erofs" },
-		{ 0x794c7630, "overlay" }, { 0x2fc12fc1, "zfs" },      { 0x9fa0, "proc" },
-		{ 0x62656572, "sysfs" },   { 0x1cd1, "devpts" },       { 0x19800202, "mqueue" },
-		{ 0x27e0eb, "cgroup" },	   { 0x63677270, "cgroup2" },  { 0x62656570, "configfs" },
-		{ 0x64626720, "debugfs" }, { 0x74726163, "tracefs" },  { 0x73636673, "securityfs" },
+		{ 0x01021994, "tmpfs" },
+		{ 0x858458f6, "ramfs" },
+		{ 0x958458f6, "hugetlbfs" },
+		{ 0xef53, "ext4" },
+		{ 0x58465342, "xfs" },
+		{ 0x9123683e, "btrfs" },
+		{ 0xf2f52010, "f2fs" },
+		{ 0xca451a4e, "bcachefs" },
+		{ 0x3153464a, "jfs" },
+		{ 0x3434, "nilfs2" },
+		{ 0x52654973, "reiserfs" },
+		{ 0x4d44, "vfat" },
+		{ 0x2011bab0, "exfat" },
+		{ 0x7366746e, "ntfs3" },
+		{ 0x15013346, "udf" },
+		{ 0x9660, "iso9660" },
+		{ 0x73717368, "squashfs" },
+		{ 0xe0f5e1e2, "erofs" },
+		{ 0x794c7630, "overlay" },
+		{ 0x2fc12fc1, "zfs" },
+		{ 0x9fa0, "proc" },
+		{ 0x62656572, "sysfs" },
+		{ 0x1cd1, "devpts" },
+		{ 0x19800202, "mqueue" },
+		{ 0x27e0eb, "cgroup" },
+		{ 0x63677270, "cgroup2" },
+		{ 0x62656570, "configfs" },
+		{ 0x64626720, "debugfs" },
+		{ 0x74726163, "tracefs" },
+		{ 0x73636673, "securityfs" },
 		{ 0xcafe4a11, "bpf" },
+		/* Not on the list, named for the refusal's message. */
+		{ 0x65735546, "fuse" },
+		{ 0x6969, "nfs" },
+		{ 0xff534d42, "cifs" },
+		{ 0xfe534d42, "smb2" },
+		{ 0x01021997, "9p" },
+		{ 0x00c36400, "ceph" },
 	};
 	struct statfs sf;
 
@@ -198,18 +226,15 @@ const char *screen_reason(const struct screen_header *h, size_t i, char *buf, si
  * an AF_UNIX socket's queue more fds of either kind): it may stall us right there, and with us
  * only this connection.
  */
-_noreturn_ static void receiver(int conn, int out, pid_t parent, uid_t uid, gid_t gid)
+_noreturn_ static void receiver(int conn, int out, int devnull, pid_t parent, uid_t uid, gid_t gid)
 {
 	struct __user_cap_header_struct head = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
 	const size_t room = IPC_FRAME_HEADER_SIZE + IPC_FRAME_MAX;
 	struct screen_header *h;
-	int devnull;
-
+	/* devnull: launcherd's own, opened at its start (no path is looked up here: in launcherd's
+	 * namespace, /dev/null is whatever that namespace mounts there). */
 	(void)prctl(PR_SET_NAME, "cordon-receiver", 0, 0, 0);
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0)
-		_exit(1);
 	close_all_but((int[]){ conn, out, devnull }, 3);
 	/* Blocking reads (launcherd's own replies on this socket all pass MSG_DONTWAIT). */
 	if (fd_set_nonblock(conn, false) < 0)
@@ -263,7 +288,7 @@ _noreturn_ static void receiver(int conn, int out, pid_t parent, uid_t uid, gid_
 	}
 }
 
-int screen_start(int conn_fd, uid_t uid, gid_t gid, int *ret_fd, int *ret_pidfd)
+int screen_start(int conn_fd, int devnull_fd, uid_t uid, gid_t gid, int *ret_fd, int *ret_pidfd)
 {
 	pid_t parent = getpid(), pid;
 	int sv[2], pidfd, r;
@@ -274,7 +299,7 @@ int screen_start(int conn_fd, uid_t uid, gid_t gid, int *ret_fd, int *ret_pidfd)
 	 * flags return ENOSYS); the pidfd is taken while the child cannot have been reaped. */
 	pid = fork();
 	if (pid == 0)
-		receiver(conn_fd, sv[1], parent, uid, gid);
+		receiver(conn_fd, sv[1], devnull_fd, parent, uid, gid);
 	safe_close(sv[1]);
 	if (pid < 0) {
 		r = -errno;

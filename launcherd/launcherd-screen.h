@@ -73,10 +73,10 @@ enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX]);
 /*
  * launcherd's side, privileged mode (user mode serves its own user only and reads its socket
  * itself). Fork conn_fd's receiver (it runs as uid/gid, the requester's, without groups or
- * capabilities): *ret_fd is where the screened messages arrive, *ret_pidfd the receiver's pidfd
+ * capabilities; devnull_fd, launcherd's /dev/null, replaces the fds it refuses): *ret_fd is where the screened messages arrive, *ret_pidfd the receiver's pidfd
  * (launcherd reaps it). conn_fd stays launcherd's, for replies.
  */
-int screen_start(int conn_fd, uid_t uid, gid_t gid, int *ret_fd, int *ret_pidfd);
+int screen_start(int conn_fd, int devnull_fd, uid_t uid, gid_t gid, int *ret_fd, int *ret_pidfd);
 
 /* Tell the receiver on fd that launcherd has closed its copies of the last message's fds (sent
  * once per message that carried any): the receiver then closes its own, the last ones. */
