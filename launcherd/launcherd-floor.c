@@ -14,8 +14,6 @@
 #include "common/util.h"
 #include "launcherd/launcherd-floor.h"
 
-#define FLOOR_FILE_MAX (64U * 1024U)
-
 static void floor_defaults(struct floor *f)
 {
 	*f = (struct floor){
@@ -104,11 +102,29 @@ static int parse_floor(json_t *j, struct floor *f, struct field_error *err)
 	return 0;
 }
 
+int floor_parse(const char *text, size_t len, struct floor *ret, struct field_error *err)
+{
+	_cleanup_json_ json_t *j = NULL;
+	struct floor f;
+
+	floor_defaults(&f);
+	if (len > FLOOR_FILE_MAX)
+		return field_error_set(err, -EFBIG, "", NULL, "larger than %u bytes",
+				       FLOOR_FILE_MAX);
+	if (ipc_json_parse_object(text, len, &j, err) < 0)
+		return -EINVAL;
+	if (parse_floor(j, &f, err) < 0) {
+		floor_done(&f);
+		return -EINVAL;
+	}
+	*ret = f;
+	return 0;
+}
+
 int floor_load(const char *path, struct floor *ret, struct field_error *err)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *text = NULL;
-	_cleanup_json_ json_t *j = NULL;
 	struct floor f;
 	struct stat st;
 	size_t len;
@@ -138,16 +154,7 @@ int floor_load(const char *path, struct floor *ret, struct field_error *err)
 	r = read_full_fd(fd, FLOOR_FILE_MAX, &text, &len);
 	if (r < 0)
 		return field_error_set(err, r, "", NULL, "cannot read: %s", strerror(-r));
-	r = ipc_json_parse_object(text, len, &j, err);
-	if (r < 0)
-		return -EINVAL;
-	r = parse_floor(j, &f, err);
-	if (r < 0) {
-		floor_done(&f);
-		return -EINVAL;
-	}
-	*ret = f;
-	return 0;
+	return floor_parse(text, len, ret, err);
 }
 
 bool floor_user_allowed(const struct floor *f, uid_t uid, const gid_t *groups, size_t n_groups)

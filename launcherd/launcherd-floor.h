@@ -44,6 +44,13 @@ struct floor {
 	uint64_t memory_max; /* idem, bytes; a plan must carry one when set */
 };
 
+#define FLOOR_FILE_MAX (64U * 1024U)
+
+/* The text of a floor file (at most FLOOR_FILE_MAX bytes) over the built-in defaults: 0, or
+ * -EINVAL (or -EFBIG) with err naming the field. What floor_load() does once the file passed its
+ * checks; "{}" gives the built-in defaults. */
+int floor_parse(const char *text, size_t len, struct floor *ret, struct field_error *err);
+
 /* Load path (missing: defaults). Errors: -EPERM (ownership/mode), -EINVAL (content, with
  * err naming the field), or the open/read error. */
 int floor_load(const char *path, struct floor *ret, struct field_error *err);

@@ -39,6 +39,10 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose)
 
+/* The receiver's send buffer: one forwarded message of the largest size, and room (the kernel
+ * counts its own overhead per message, and doubles what is asked). */
+#define SCREEN_SNDBUF ((int)(sizeof(struct screen_header) + IPC_FRAME_HEADER_SIZE + IPC_FRAME_MAX))
+
 /* File systems whose close and release never wait on another process or a remote server. */
 bool screen_fs_ok(const char *type)
 {
@@ -295,6 +299,16 @@ int screen_start(int conn_fd, int devnull_fd, uid_t uid, gid_t gid, int *ret_fd,
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
+	/* A forwarded message is the largest frame the protocol allows plus our header, one
+	 * datagram: more than the default send buffer (≈208 KiB) holds. The buffer is the
+	 * receiver's; FORCE, since the limit for others (net.core.wmem_max) may be lower. */
+	if (setsockopt(sv[1], SOL_SOCKET, SO_SNDBUFFORCE, &(int){ SCREEN_SNDBUF }, sizeof(int)) <
+		    0 &&
+	    setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &(int){ SCREEN_SNDBUF }, sizeof(int)) < 0) {
+		r = -errno;
+		close_many(sv, 2);
+		return r;
+	}
 	/* fork(), not clone3(): a host may refuse clone3 (seccomp filters that cannot see its
 	 * flags return ENOSYS); the pidfd is taken while the child cannot have been reaped. */
 	pid = fork();

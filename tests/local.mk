@@ -67,10 +67,14 @@ tests_unit_test_launcherd_mountinfo_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=malloc \
 	-Wl,--wrap=calloc -Wl,--wrap=realloc -Wl,--wrap=reallocarray -Wl,--wrap=pread
 
 ## Fuzz targets: each defines LLVMFuzzerTestOneInput. In make check, fuzz-main.c replays the
-## corpus under tests/fuzz/corpus/<target>/ as TAP; with --enable-fuzzing, libFuzzer campaigns.
+## corpus under tests/fuzz/corpus/<target>/ as TAP; with --enable-fuzzing, libFuzzer campaigns
+## (make fuzz-campaigns). The policy, proxy-request and backend-descriptor targets are built by
+## their own directories' local.mk.
 fuzz_targets = \
 	tests/fuzz/fuzz-ipc-frame \
-	tests/fuzz/fuzz-jsonrpc
+	tests/fuzz/fuzz-jsonrpc \
+	tests/fuzz/fuzz-launcherd-plan \
+	tests/fuzz/fuzz-launcherd-floor
 check_PROGRAMS += $(fuzz_targets)
 TESTS += $(fuzz_targets)
 FUZZ_REPLAY_LDADD = libtap.a libipc.a libcommon.a $(JANSSON_LIBS)
@@ -81,18 +85,81 @@ tests_fuzz_fuzz_jsonrpc_SOURCES = %reldir%/fuzz/fuzz-jsonrpc.c %reldir%/fuzz/fuz
 tests_fuzz_fuzz_jsonrpc_LDADD = $(FUZZ_REPLAY_LDADD)
 tests_fuzz_fuzz_jsonrpc_CFLAGS = $(TEST_UNIT_CFLAGS)
 
+## launcherd's two readers of outside documents, with the launcherd sources they need built in
+## (launcherd has no library): the spawn plan (plan_parse(), then the floor and Landlock checks
+## dispatch runs on a parsed plan) and the admin floor (floor_parse(), floor_load()'s reader).
+FUZZ_LAUNCHERD_PLAN_SRC = %reldir%/fuzz/fuzz-launcherd-plan.c \
+	launcherd/launcherd-plan.c launcherd/launcherd-plan.h \
+	launcherd/launcherd-floor.c launcherd/launcherd-floor.h \
+	launcherd/launcherd-landlock.c launcherd/launcherd-landlock.h
+FUZZ_LAUNCHERD_FLOOR_SRC = %reldir%/fuzz/fuzz-launcherd-floor.c \
+	launcherd/launcherd-floor.c launcherd/launcherd-floor.h \
+	launcherd/launcherd-plan.c launcherd/launcherd-plan.h \
+	launcherd/launcherd-landlock.c launcherd/launcherd-landlock.h
+tests_fuzz_fuzz_launcherd_plan_SOURCES = $(FUZZ_LAUNCHERD_PLAN_SRC) %reldir%/fuzz/fuzz-main.c
+tests_fuzz_fuzz_launcherd_plan_LDADD = $(FUZZ_REPLAY_LDADD)
+tests_fuzz_fuzz_launcherd_plan_CFLAGS = $(TEST_UNIT_CFLAGS)
+tests_fuzz_fuzz_launcherd_floor_SOURCES = $(FUZZ_LAUNCHERD_FLOOR_SRC) %reldir%/fuzz/fuzz-main.c
+tests_fuzz_fuzz_launcherd_floor_LDADD = $(FUZZ_REPLAY_LDADD)
+tests_fuzz_fuzz_launcherd_floor_CFLAGS = $(TEST_UNIT_CFLAGS)
+
 if ENABLE_FUZZING
-## libFuzzer campaigns: make fuzz-campaigns, then run e.g. ./fuzz-ipc-frame-libfuzzer corpus/
-noinst_PROGRAMS += fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer
+## libFuzzer + ASan builds of every fuzz target (fuzz-<target>-libfuzzer at the top of the build
+## tree). make fuzz-campaigns runs each for FUZZ_SECONDS on a copy of its corpus, in
+## fuzz-campaigns/<target>/ (the log, the grown corpus, any crash-, leak-, timeout- or oom- input),
+## and fails if any campaign found something. FUZZ_CAMPAIGNS picks targets, FUZZ_FLAGS adds
+## libFuzzer options: make fuzz-campaigns FUZZ_CAMPAIGNS=launcherd-plan FUZZ_SECONDS=60
+noinst_PROGRAMS += fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer \
+	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer
+## Every libFuzzer program, including those the other local.mk files define.
+FUZZ_CAMPAIGN_BINARIES = fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer \
+	fuzz-policy-libfuzzer fuzz-proxy-request-libfuzzer fuzz-backend-descriptor-libfuzzer \
+	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer
+FUZZ_CAMPAIGN_CF = $(TEST_UNIT_CFLAGS) -fsanitize=fuzzer,address
+FUZZ_CAMPAIGN_LD = -fsanitize=fuzzer,address
 fuzz_ipc_frame_libfuzzer_SOURCES = %reldir%/fuzz/fuzz-ipc-frame.c
-fuzz_ipc_frame_libfuzzer_CFLAGS = $(TEST_UNIT_CFLAGS) -fsanitize=fuzzer,address
-fuzz_ipc_frame_libfuzzer_LDFLAGS = -fsanitize=fuzzer,address
+fuzz_ipc_frame_libfuzzer_CFLAGS = $(FUZZ_CAMPAIGN_CF)
+fuzz_ipc_frame_libfuzzer_LDFLAGS = $(FUZZ_CAMPAIGN_LD)
 fuzz_ipc_frame_libfuzzer_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
 fuzz_jsonrpc_libfuzzer_SOURCES = %reldir%/fuzz/fuzz-jsonrpc.c
-fuzz_jsonrpc_libfuzzer_CFLAGS = $(TEST_UNIT_CFLAGS) -fsanitize=fuzzer,address
-fuzz_jsonrpc_libfuzzer_LDFLAGS = -fsanitize=fuzzer,address
+fuzz_jsonrpc_libfuzzer_CFLAGS = $(FUZZ_CAMPAIGN_CF)
+fuzz_jsonrpc_libfuzzer_LDFLAGS = $(FUZZ_CAMPAIGN_LD)
 fuzz_jsonrpc_libfuzzer_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
+fuzz_launcherd_plan_libfuzzer_SOURCES = $(FUZZ_LAUNCHERD_PLAN_SRC)
+fuzz_launcherd_plan_libfuzzer_CFLAGS = $(FUZZ_CAMPAIGN_CF)
+fuzz_launcherd_plan_libfuzzer_LDFLAGS = $(FUZZ_CAMPAIGN_LD)
+fuzz_launcherd_plan_libfuzzer_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
+fuzz_launcherd_floor_libfuzzer_SOURCES = $(FUZZ_LAUNCHERD_FLOOR_SRC)
+fuzz_launcherd_floor_libfuzzer_CFLAGS = $(FUZZ_CAMPAIGN_CF)
+fuzz_launcherd_floor_libfuzzer_LDFLAGS = $(FUZZ_CAMPAIGN_LD)
+fuzz_launcherd_floor_libfuzzer_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
+
+FUZZ_SECONDS = 600
+FUZZ_FLAGS =
+FUZZ_CAMPAIGNS = ipc-frame jsonrpc policy proxy-request backend-descriptor launcherd-plan \
+	launcherd-floor
+fuzz-campaigns: $(FUZZ_CAMPAIGN_BINARIES)
+	@failed=; for t in $(FUZZ_CAMPAIGNS); do \
+	  d=fuzz-campaigns/$$t; \
+	  rm -rf $$d && $(MKDIR_P) $$d/corpus && \
+	  cp $(top_srcdir)/tests/fuzz/corpus/$$t/* $$d/corpus/ || exit 1; \
+	  echo "fuzz-campaigns: $$t for $(FUZZ_SECONDS) s ($$d/log)"; \
+	  if ./fuzz-$$t-libfuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=30 \
+	      -artifact_prefix=$$d/ $(FUZZ_FLAGS) $$d/corpus >$$d/log 2>&1; then \
+	    grep '^#[0-9]' $$d/log | tail -n 1; \
+	  else \
+	    failed="$$failed $$t"; tail -n 30 $$d/log; \
+	  fi; \
+	done; \
+	if test -n "$$failed"; then echo "fuzz-campaigns: FAILED:$$failed"; exit 1; fi
+else
+fuzz-campaigns:
+	@echo "fuzz-campaigns: configure with CC=clang --enable-fuzzing"; exit 1
 endif
+clean-local: clean-fuzz-campaigns
+clean-fuzz-campaigns:
+	rm -rf fuzz-campaigns
+.PHONY: fuzz-campaigns clean-fuzz-campaigns
 
 EXTRA_DIST += \
 	%reldir%/fuzz/fuzz.h \
