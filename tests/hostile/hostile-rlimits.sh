@@ -10,7 +10,11 @@ command -v prlimit >/dev/null || skip_all "prlimit missing"
 ld_start
 plan 9
 
-A=$TEST_USER1
+# A user of its own: RLIMIT_NPROC counts every process of the uid, and other tests running
+# beside this one (make -j) run many as the shared test users.
+A=cordon-test3
+id "$A" >/dev/null 2>&1 || useradd -M -s /bin/sh "$A" 2>/dev/null ||
+	skip_all "cannot create test user $A"
 h_plan "$T/limits.json" '["/bin/cat", "/proc/self/limits"]'
 
 # run NAME [PLAN_JQ]: the plan (changed by PLAN_JQ), as A under the low limits; the sandbox's
