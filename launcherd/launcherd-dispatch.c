@@ -570,7 +570,7 @@ static int on_conn(struct event_source *src, int fd, uint32_t revents, void *use
 	r = dispatch(c, msg, fds, n_fds);
 	/* Every fd of the message is closed by now (each answer closes them): the receiver may
 	 * close its copies, the last ones (launcherd-screen.h). */
-	if (n_fds > 0 && c->receiver >= 0 && r >= 0 && screen_done(c->rfd) < 0)
+	if (c->receiver >= 0 && c->screen.hold && r >= 0 && screen_done(c->rfd) < 0)
 		r = -EPIPE;
 	if (r < 0 && r != -ENOMEM)
 		conn_close(c);

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -155,6 +156,27 @@ static int mount_fstype(uint64_t id, char fstype[SCREEN_FSTYPE_MAX])
 	return -ENOENT; /* a mount of another namespace */
 }
 
+/* Whether fd, accepted, is one whose last close could still wait on someone (screen_header's
+ * hold): a socket (an AF_UNIX one may carry any fd in its queue), a device other than the
+ * memory devices (/dev/null, zero, full, random, urandom: major 1), whose driver may wait (a
+ * tty draining its output). */
+static bool release_may_wait(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return true;
+	switch (st.st_mode & S_IFMT) {
+	case S_IFSOCK:
+	case S_IFBLK:
+		return true;
+	case S_IFCHR:
+		return major(st.st_rdev) != 1;
+	default:
+		return false;
+	}
+}
+
 enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX])
 {
 	struct statx stx;
@@ -276,10 +298,12 @@ _noreturn_ static void receiver(int conn, int out, int devnull, pid_t parent, ui
 		for (size_t i = 0; i < n_fds; i++) {
 			h->verdict[i] = (uint8_t)screen_fd(fds[i], h->fstype[i]);
 			fwd[i] = h->verdict[i] == SCREEN_OK ? fds[i] : devnull;
+			if (h->verdict[i] == SCREEN_OK && !h->hold && release_may_wait(fds[i]))
+				h->hold = 1;
 		}
 		if (ipc_send_with_fds(out, h, sizeof(*h) + (size_t)n, fwd, n_fds, 0) < 0)
 			_exit(0); /* launcherd closed the connection */
-		if (n_fds > 0) {
+		if (h->hold) {
 			char done;
 
 			do

@@ -13,7 +13,11 @@
  * unsent data; the release of an AF_UNIX socket releases the fds still queued in it, any of
  * these. A single-threaded daemon that made such a close would be frozen for every user. So:
  *  - the receiver keeps its own copies of a message's fds until launcherd says it has closed
- *    its (screen_done()): launcherd's close is never the last, whatever an fd hides;
+ *    its (screen_done()), when any of them is one whose release could wait (a socket, which
+ *    may hold more fds in its queue, a device whose driver may wait): launcherd's close is
+ *    never the last, whatever an fd hides. (O_PATH fds, pipes, memfds, mount namespaces and
+ *    files on local file systems release without waiting on anyone: a message of only those,
+ *    most spawns, needs no such round trip.)
  *  - the fds launcherd may hold at all are those whose every close is harmless too (a
  *    flush that cannot wait): the receiver, which stalls instead, serves only the one
  *    connection that sent it.
@@ -54,6 +58,9 @@ enum screen_verdict {
 struct screen_header {
 	uint32_t magic;
 	uint32_t n_fds;
+	/* Some fd forwarded is one whose last close could wait (a socket, a device): the receiver
+	 * holds its copies until launcherd's screen_done(). */
+	uint32_t hold;
 	uint8_t verdict[IPC_MAX_FDS];
 	char fstype[IPC_MAX_FDS][SCREEN_FSTYPE_MAX]; /* SCREEN_FS: the file system's type */
 };
@@ -79,7 +86,7 @@ enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX]);
 int screen_start(int conn_fd, int devnull_fd, uid_t uid, gid_t gid, int *ret_fd, int *ret_pidfd);
 
 /* Tell the receiver on fd that launcherd has closed its copies of the last message's fds (sent
- * once per message that carried any): the receiver then closes its own, the last ones. */
+ * once per message whose header says hold): the receiver then closes its own, the last ones. */
 int screen_done(int fd);
 
 /*
