@@ -17,7 +17,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -162,16 +161,21 @@ static int mount_fstype(uint64_t id, char fstype[SCREEN_FSTYPE_MAX])
  * tty draining its output). */
 static bool release_may_wait(int fd)
 {
-	struct stat st;
+	struct statx stx;
+	int flags = fcntl(fd, F_GETFL);
 
-	if (fstat(fd, &st) < 0)
+	if (flags >= 0 && (flags & O_PATH))
+		return false;
+	/* Cached attributes only, as screen_fd(): never a request to a FUSE server. */
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0 ||
+	    !(stx.stx_mask & STATX_TYPE))
 		return true;
-	switch (st.st_mode & S_IFMT) {
+	switch (stx.stx_mode & S_IFMT) {
 	case S_IFSOCK:
 	case S_IFBLK:
 		return true;
 	case S_IFCHR:
-		return major(st.st_rdev) != 1;
+		return stx.stx_rdev_major != 1;
 	default:
 		return false;
 	}
