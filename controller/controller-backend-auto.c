@@ -596,11 +596,11 @@ static int auto_spawn(struct backend_instance *bi, json_t *plan, const int *fds,
 static int auto_kill(struct backend_instance *bi, const char *sandbox, int sig)
 {
 	struct auto_data *d = bi->data;
-	struct ctl_launcher_error e = { 0 };
 
 	if (!d || !d->link || !d->link->src)
 		return -ENODEV;
-	return ctl_launcher_kill(d->link->l, sandbox, sig, &e);
+	/* Never waits for the launcher: the event loop serves every client. */
+	return ctl_launcher_kill_async(d->link->l, sandbox, sig);
 }
 
 static int auto_dispose(struct backend_instance *bi)

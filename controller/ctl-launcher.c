@@ -599,6 +599,19 @@ int ctl_launcher_spawn_async(struct ctl_launcher *l, json_t *plan, const int *fd
 	return send_async(l, msg, fds, n_fds, p);
 }
 
+int ctl_launcher_kill_async(struct ctl_launcher *l, const char *sandbox, int sig)
+{
+	_cleanup_json_ json_t *msg = json_pack("{s:s,s:I,s:s,s:i}", "type", "kill", "seq",
+					       (json_int_t)l->next_seq++, "sandbox", sandbox,
+					       "signal", sig);
+
+	if (!msg)
+		return -ENOMEM;
+	if (l->broken)
+		return -ECONNRESET;
+	return ipc_frame_send_json(l->fd, msg, NULL, 0, 0);
+}
+
 int ctl_launcher_kill(struct ctl_launcher *l, const char *sandbox, int sig,
 		      struct ctl_launcher_error *reterr)
 {

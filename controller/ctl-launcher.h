@@ -114,7 +114,11 @@ int ctl_launcher_spawn(struct ctl_launcher *l, json_t *plan, const int *fds, siz
 int ctl_launcher_spawn_async(struct ctl_launcher *l, json_t *plan, const int *fds, size_t n_fds,
 			     ctl_launcher_spawn_cb cb, void *userdata);
 
-/* Signal a sandbox (9 kills the whole tree). -ESRCH for not-found. */
+/* Signal a sandbox without waiting for the launcher's answer (the event loop's way: a slow
+ * launcher must not stall every client). 0 once the request is sent; its answer is dropped
+ * (a sandbox that ended meanwhile is "not-found", and its exit report says how it ended). */
+int ctl_launcher_kill_async(struct ctl_launcher *l, const char *sandbox, int sig);
+/* Signal a sandbox (9 kills the whole tree), waiting for the answer. -ESRCH for not-found. */
 int ctl_launcher_kill(struct ctl_launcher *l, const char *sandbox, int sig,
 		      struct ctl_launcher_error *reterr);
 
