@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * `cordon doctor`: what this host supports, each missing piece with a one-line hint naming the
- * kernel option, sysctl or package that would provide it.
+ * kernel option, sysctl or package that would provide it. A backend's own host requirements
+ * are checked here when that backend is part of the tree.
  */
 #include "config.h"
 
@@ -116,21 +117,6 @@ int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, 
 		check(checks, "cgroups", (v2 || v1) && cg && !streq(cg, "none"), detail,
 		      "limits need the launcher in privileged mode or a delegated cgroup v2 subtree "
 		      "(systemd: Delegate=yes)");
-	}
-
-	ok = access("/dev/kvm", R_OK | W_OK) == 0;
-	check(checks, "kvm", ok, ok ? "/dev/kvm is usable" : "no access to /dev/kvm",
-	      "the vm backend needs /dev/kvm (group kvm) or falls back to TCG emulation");
-
-	{
-		const char *dh = getenv("DOCKER_HOST");
-		const char *sock =
-			!isempty(dh) && startswith(dh, "unix://") ? dh + 7 : "/var/run/docker.sock";
-
-		ok = stat(sock, &st) == 0 && S_ISSOCK(st.st_mode);
-		(void)snprintf(detail, sizeof(detail), "%s %s", sock, ok ? "present" : "absent");
-		check(checks, "docker engine", ok, detail,
-		      "the docker backend needs a Docker-API engine (dockerd or podman)");
 	}
 
 	return client_reply(cl, id, json_pack("{s:o,s:O?}", "checks", checks, "launcher", hello));

@@ -238,6 +238,21 @@ static int add_bind(struct compiler *c, const char *host, const char *target, bo
 
 	if (!path_is_normalized(host) || !path_is_normalized(target))
 		return -EINVAL;
+	/*
+	 * The same path listed again at the same place (in read and write, or as the workspace
+	 * too) is one grant: the broadest access listed, required unless every listing is
+	 * skippable. The workspace keeps its name, which its own checks look for.
+	 */
+	for (size_t i = 0; i < c->n_binds; i++) {
+		b = &c->binds[i];
+		if (!streq(b->host, host) || !streq(b->target, target))
+			continue;
+		b->rw = b->rw || rw;
+		b->skippable = b->skippable && skippable;
+		if (startswith(list, "filesystem.workspace"))
+			(void)snprintf(b->field, sizeof(b->field), "%s", list);
+		return 0;
+	}
 	b = &c->binds[c->n_binds];
 	*b = (struct bind){ .rw = rw, .skippable = skippable, .fd = -1, .fd_index = -1 };
 	if (index == SIZE_MAX)

@@ -44,16 +44,18 @@ typedef int (*list_item_fn)(const char *in, const char *key, const char *q, char
 			    struct field_error *err);
 
 /*
- * obj[key]: an optional array of at most max strings, each made canonical by item and none
- * listed twice. 1 with *ret set, 0 when absent.
+ * obj[key]: an optional array of at most max strings, each made canonical by item. An entry
+ * listed twice is refused, or with merge dropped (the same grant twice is one grant). 1 with
+ * *ret set, 0 when absent.
  */
-static int parse_list(json_t *obj, const char *key, const char *path, size_t max,
-		      const char *expected, list_item_fn item, char ***ret, struct field_error *err)
+static int parse_list_full(json_t *obj, const char *key, const char *path, size_t max,
+			   const char *expected, list_item_fn item, bool merge, char ***ret,
+			   struct field_error *err)
 {
 	_cleanup_strv_free_ char **l = NULL;
 	char p[PATHBUF];
 	json_t *a = NULL, *v;
-	size_t i;
+	size_t i, n = 0;
 	int r;
 
 	r = ipc_json_get_array(obj, key, false, max, path, &a, err);
@@ -69,17 +71,30 @@ static int parse_list(json_t *obj, const char *key, const char *path, size_t max
 		json_path_index(q, sizeof(q), p, i);
 		if (!json_is_string(v))
 			return field_error_set(err, -EINVAL, q, NULL, "expected %s", expected);
-		r = item(json_string_value(v), key, q, &l[i], err);
+		r = item(json_string_value(v), key, q, &l[n], err);
 		if (r < 0)
 			return r;
-		for (size_t k = 0; k < i; k++)
-			if (streq(l[k], l[i]))
-				return field_error_set(err, -EINVAL, q, NULL,
-						       "\"%s\" is already listed in %s[%zu]", l[i],
-						       p, k);
+		for (size_t k = 0; k < n; k++)
+			if (streq(l[k], l[n])) {
+				if (!merge)
+					return field_error_set(
+						err, -EINVAL, q, NULL,
+						"\"%s\" is already listed in %s[%zu]", l[n], p, k);
+				free(l[n]);
+				l[n] = NULL;
+				break;
+			}
+		if (l[n])
+			n++;
 	}
 	*ret = TAKE_PTR(l);
 	return 1;
+}
+
+static int parse_list(json_t *obj, const char *key, const char *path, size_t max,
+		      const char *expected, list_item_fn item, char ***ret, struct field_error *err)
+{
+	return parse_list_full(obj, key, path, max, expected, item, false, ret, err);
 }
 
 static int path_item(const char *in, const char *key, const char *q, char **out,
@@ -106,7 +121,8 @@ static int path_item(const char *in, const char *key, const char *q, char **out,
 static int parse_path_list(json_t *obj, const char *key, const char *path, char ***ret,
 			   struct field_error *err)
 {
-	return parse_list(obj, key, path, POLICY_LIST_MAX, "a path string", path_item, ret, err);
+	return parse_list_full(obj, key, path, POLICY_LIST_MAX, "a path string", path_item, true,
+			       ret, err);
 }
 
 static int parse_workspace(struct policy *p, json_t *fs, struct field_error *err)
@@ -757,23 +773,10 @@ int policy_validate(const struct policy *p, struct field_error *err)
 				       "\"%s\" is already allowed by \"*\" (allow[%d])",
 				       p->fs.host_exec_allow[k == 0 ? 1 : 0], k);
 	}
-	for (size_t i = 0; p->fs.write && p->fs.write[i]; i++) {
-		k = find_in(p->fs.read, p->fs.write[i]);
-		if (k >= 0) {
-			json_path_index(q, sizeof(q), "filesystem.write", i);
-			return field_error_set(err, -EINVAL, q, NULL,
-					       "\"%s\" is also listed in filesystem.read[%d]",
-					       p->fs.write[i], k);
-		}
-	}
-	if (p->fs.workspace.present) {
-		const char *w = p->fs.workspace.path;
-
-		if ((k = find_in(p->fs.read, w)) >= 0 || (k = find_in(p->fs.write, w)) >= 0)
-			return field_error_set(err, -EINVAL, "filesystem.workspace.path", NULL,
-					       "\"%s\" is also listed in filesystem.%s[%d]", w,
-					       find_in(p->fs.read, w) >= 0 ? "read" : "write", k);
-	}
+	/*
+	 * A path in both read and write, or that is the workspace as well, is one grant with the
+	 * broadest access listed: the compiler merges them once every path is resolved.
+	 */
 
 	if (p->net.mode != POLICY_NETWORK_PROXY) {
 		if (strv_length(p->net.allow_domains) > 0)

@@ -4,7 +4,7 @@
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 [ -x "$CORDON" ] || skip_all "cordon not built"
-plan 45
+plan 51
 
 work="$TEST_TMP/work"
 mkdir -p "$work"
@@ -199,5 +199,25 @@ else
 	na "(idem)"
 	na "(idem)"
 fi
+
+
+# 14. A path listed again is the same grant: the workspace given again with --rw, or a default
+# read-only directory with --ro, runs; a conflicting listing is still refused, naming the field.
+cd "$work" || exit 1
+rm -f "$work/dup.txt"
+err=$("$CORDON" run --rw "$PWD" -- /bin/sh -c 'echo dup >dup.txt' 2>&1)
+is 0 $? "--rw \"\$PWD\" (the workspace itself) runs: $err"
+is "dup" "$(cat "$work/dup.txt" 2>/dev/null)" "…and the workspace is writable once"
+"$CORDON" run --ro /usr --deny /etc/shadow -- /bin/true
+is 0 $? "--ro /usr and --deny /etc/shadow, already in the default, run"
+mkdir -p "$work/both"
+err=$("$CORDON" run --rw "$work/both" --deny "$work/both" -- /bin/true 2>&1)
+is 120 $? "a path both written and denied is refused (120)"
+echo "$err" | grep -q 'filesystem.write\[0\]'
+ok $? "…naming the field: $err"
+# doctor reports the host pieces the built backends use, nothing for backends not in the tree.
+doc=$("$CORDON" doctor 2>&1)
+echo "$doc" | grep -q 'landlock' && ! echo "$doc" | grep -qiE 'docker|kvm'
+ok $? "doctor checks the host, and names no docker engine or KVM: $(echo "$doc" | tr '\n' ' ')"
 
 done_testing

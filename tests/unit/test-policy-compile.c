@@ -728,6 +728,71 @@ static void test_home(void)
 	rm_in_root("srv/home-link");
 }
 
+/* Occurrences of needle in the plan's dump. */
+static int dump_count(const struct compiled_plan *plan, const char *needle)
+{
+	_cleanup_free_ char *d = NULL;
+	int n = 0;
+
+	if (policy_dump(plan, 0, &d) < 0)
+		return -1;
+	for (const char *s = d; (s = strstr(s, needle)); s += strlen(needle))
+		n++;
+	return n;
+}
+
+/*
+ * A path listed again is the same grant, with the broadest access listed: the workspace given
+ * again as an absolute write path (`cordon run --rw "$PWD"`) is one read-write bind. A listing
+ * that conflicts (a granted path that is also denied) is still refused with its field named,
+ * and a merged workspace keeps the workspace's own checks.
+ */
+static void test_duplicates(void)
+{
+	struct field_error err = { "", "" };
+	_cleanup_compiled_plan_ struct compiled_plan *a = NULL, *b = NULL, *c = NULL, *d = NULL,
+						     *e = NULL, *f = NULL;
+	int r;
+
+	a = compile_in("{\"version\": 1, \"filesystem\": {\"write\": [\"/home/user/project\"]}}",
+		       "/home/user/project", &r, &err);
+	if (!is_int(0, r, "the workspace listed again in write compiles"))
+		diag("%s: %s", err.field, err.reason);
+	is_int(1, a ? dump_count(a, "-> /home/user/project rw\n") : -1,
+	       "as one read-write bind of the workspace");
+	is_str("/home/user/project", a ? json_string_value(json_object_get(a->plan, "cwd")) : NULL,
+	       "the command still starts in the workspace");
+
+	b = compile_in("{\"version\": 1, \"filesystem\": {\"read\": [\"/home/user/project\"]}}",
+		       "/home/user/project", &r, &err);
+	is_int(0, r, "the read-write workspace listed again in read compiles");
+	is_int(1, b ? dump_count(b, "-> /home/user/project rw\n") : -1,
+	       "the broader grant is kept: one read-write bind");
+	is_int(0, b ? dump_count(b, "-> /home/user/project ro\n") : -1, "and no read-only one");
+
+	c = compile_in("{\"version\": 1, \"filesystem\": {\"read\": [\"/usr\", \"/opt/tool\"], "
+		       "\"write\": [\"/opt/tool\"]}}",
+		       "/home/user/project", &r, &err);
+	is_int(0, r, "a path in read and write compiles");
+	is_int(1, c ? dump_count(c, "-> /opt/tool rw\n") : -1, "as one read-write bind");
+
+	d = compile_in("{\"version\": 1, \"filesystem\": {\"write\": [\"/srv/data\"], "
+		       "\"deny\": [\"/srv/data\"]}}",
+		       "/home/user/project", &r, &err);
+	is_int(-EINVAL, r, "a path both written and denied is refused");
+	is_str("filesystem.write[0]", err.field, "naming the granted path");
+
+	e = compile_in("{\"version\": 1, \"filesystem\": {\"write\": [\"~\"]}}", "/home/user", &r,
+		       &err);
+	is_int(-EPERM, r, "the home as the workspace is refused though write lists it too");
+	is_str("filesystem.workspace.path", err.field, "naming the workspace");
+	ln("/home/user", "srv/home-link2");
+	f = compile_in("{\"version\": 1, \"filesystem\": {\"write\": [\"/srv/home-link2\"]}}",
+		       "/srv/home-link2", &r, &err);
+	is_int(-EPERM, r, "…also when the workspace reaches it through a symlink");
+	rm_in_root("srv/home-link2");
+}
+
 static void test_host_gaps(void)
 {
 	struct field_error err = { "", "" };
@@ -921,6 +986,7 @@ int main(void)
 	test_recompile();
 	test_host_exec();
 	test_home();
+	test_duplicates();
 	test_host_gaps();
 	test_explain_agrees();
 	test_seccomp_runs();

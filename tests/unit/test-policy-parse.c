@@ -204,6 +204,44 @@ static void test_resolve(void)
 	is_int(0, policy_validate(p, &err), "a resolved policy still validates");
 }
 
+/*
+ * A path listed twice is one grant: a duplicate in one list is dropped, a path in both read and
+ * write (or also the workspace) parses, and the compiler merges it (test-policy-compile.c).
+ */
+static void test_duplicates(void)
+{
+	static const char *const same[] = {
+		"{\"version\": 1, \"filesystem\": {\"read\": [\"/usr\", \"/usr/\"]}}",
+		"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv\"], \"write\": [\"/srv\"]}}",
+		"{\"version\": 1, \"filesystem\": {\"write\": [\".\"]}}",
+		"{\"version\": 1, \"filesystem\": {\"read\": [\".\"], "
+		"\"workspace\": {\"access\": \"read-only\"}}}",
+	};
+	static const char dups[] = "{\"version\": 1, \"filesystem\": {\"deny\": [\"/srv\", "
+				   "\"/opt\", \"/srv/\"], \"write\": [\"/a\", \"/a\"]}}";
+	static const char domains[] = "{\"version\": 1, \"network\": {\"mode\": \"proxy\", "
+				      "\"allowDomains\": [\"a.org\", \"a.org\"]}}";
+	_cleanup_policy_ struct policy *p = NULL;
+	struct field_error err = { "", "" };
+
+	for (size_t i = 0; i < ELEMENTSOF(same); i++) {
+		_cleanup_policy_ struct policy *q = NULL;
+		int r = policy_parse_string(same[i], strlen(same[i]), &q, &err);
+
+		if (!is_int(0, r, "a path listed again parses: %s", same[i]))
+			diag("%s: %s", err.field, err.reason);
+	}
+	is_int(0, policy_parse_string(dups, strlen(dups), &p, &err),
+	       "duplicates in deny and write parse");
+	is_int(2, p ? (int)strv_length(p->fs.deny) : -1, "deny keeps one of each");
+	ok(p && streq(p->fs.deny[0], "/srv") && streq(p->fs.deny[1], "/opt"), "in their order");
+	is_int(1, p ? (int)strv_length(p->fs.write) : -1, "write keeps one");
+	p = policy_free(p);
+	is_int(-EINVAL, policy_parse_string(domains, strlen(domains), &p, &err),
+	       "lists that are not grants of paths still refuse duplicates");
+	is_str("network.allowDomains[1]", err.field, "naming the entry");
+}
+
 static void test_file_limit(void)
 {
 	char path[] = "/tmp/cordon-policy-big-XXXXXX";
@@ -266,6 +304,7 @@ int main(void)
 	test_defaults();
 	test_paths();
 	test_resolve();
+	test_duplicates();
 	test_file_limit();
 	test_docs();
 	return tap_exit_status();
