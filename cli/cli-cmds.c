@@ -407,7 +407,7 @@ int cli_cmd_backend(struct cli *cli, int argc, char **argv)
 {
 	static const char usage_text[] =
 		"Usage: cordon backend list [--json]\n"
-		"       cordon backend activate REF [--set ID=VALUE]...\n"
+		"       cordon backend activate REF [--set ID=VALUE]... [--json]\n"
 		"       cordon backend settings REF [--set ID=VALUE]... [--reset ID]... [--json]\n\n"
 		"list: every backend (builtin:auto, builtin:host, pack:ID:KIND), its descriptor and\n"
 		"claims, and which one serves new processes.\n"

@@ -29,6 +29,33 @@ static const struct command {
 	{ "controller", "run the per-user controller in the foreground" },
 };
 
+/*
+ * --json is a global flag, and every command but those that take a command line of their own
+ * (run and exec parse their options up to the command; controller passes its arguments on)
+ * accepts it anywhere after its name, up to a "--": "cordon backend list --json" is
+ * "cordon --json backend list". Taken out of argv here, once for all of them.
+ */
+static int take_json(struct cli *cli, const char *cmd, int argc, char **argv)
+{
+	int n = 1;
+
+	if (streq(cmd, "run") || streq(cmd, "exec") || streq(cmd, "controller"))
+		return argc;
+	for (int i = 1; i < argc; i++) {
+		if (streq(argv[i], "--")) {
+			while (i < argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (streq(argv[i], "--json"))
+			cli->json = true;
+		else
+			argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	return n;
+}
+
 static void usage(void)
 {
 	printf("Usage: cordon [--json] [--socket PATH] [--non-interactive] COMMAND [OPTIONS]\n\n"
@@ -81,6 +108,7 @@ int main(int argc, char **argv)
 	cmd = argv[optind];
 	argc -= optind;
 	argv += optind;
+	argc = take_json(&cli, cmd, argc, argv);
 
 	if (streq(cmd, "run") || streq(cmd, "exec"))
 		r = cli_cmd_run(&cli, argc, argv, streq(cmd, "exec"));

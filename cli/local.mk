@@ -22,6 +22,9 @@ EXTRA_DIST += \
 	tests/integration/cli-lib.sh \
 	tests/integration/cli-run.sh \
 	tests/integration/cli-persistence.sh
+## builtin:host refuses what it cannot honour and keeps the wall timeout.
+TESTS += tests/integration/backend-host.sh
+EXTRA_DIST += tests/integration/backend-host.sh
 TESTS += tests/integration/controller-rpc.sh
 EXTRA_DIST += \
 	tests/integration/controller-rpc.sh \
@@ -52,3 +55,13 @@ TESTS += tests/unit/test-cli-interact
 tests_unit_test_cli_interact_SOURCES = tests/unit/test-cli-interact.c cli/cli-interact.c
 tests_unit_test_cli_interact_LDADD = libtap.a libipc.a libcommon.a $(JANSSON_LIBS)
 tests_unit_test_cli_interact_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+## The backend methods' contract: settings and selection committed together, object
+## references, --json after the arguments (against the test build of the controller).
+TESTS += tests/integration/backend-contract.sh
+EXTRA_DIST += \
+	tests/integration/backend-contract.sh \
+	tests/integration/backend-contract.py
+TESTS += tests/integration/controller-slow-launcher.sh
+EXTRA_DIST += \
+	tests/integration/controller-slow-launcher.sh \
+	tests/integration/controller-slow-launcher.py

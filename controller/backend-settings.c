@@ -322,6 +322,33 @@ int backend_settings_store_put(struct backend_settings_store *s, const struct ba
 	return 0;
 }
 
+int backend_settings_store_commit(struct backend_settings_store *s, const struct backend_ref *ref,
+				  json_t *settings, struct field_error *err)
+{
+	_cleanup_json_ json_t *next = NULL;
+	char key[BACKEND_REF_TEXT_MAX];
+	int r;
+
+	r = backend_ref_format(ref, key, sizeof(key));
+	if (r < 0)
+		return r;
+	r = check_stored(settings, "settings", err);
+	if (r < 0)
+		return r;
+	if (json_equal(json_object_get(s->backends, key), settings))
+		return 1;
+	next = json_deep_copy(s->backends);
+	if (!next || json_object_set_new(next, key, json_deep_copy(settings)) < 0)
+		return -ENOMEM;
+	json_decref(s->backends);
+	s->backends = json_incref(next);
+	r = store_write(s, next);
+	if (r < 0)
+		return field_error_set(err, r, "", NULL, "cannot write %s/%s: %s", s->dir,
+				       SETTINGS_FILE, strerror(-r));
+	return 0;
+}
+
 int backend_settings_store_purge(struct backend_settings_store *s, const struct backend_ref *ref)
 {
 	_cleanup_json_ json_t *next = NULL;
@@ -348,10 +375,11 @@ int backend_settings_store_purge(struct backend_settings_store *s, const struct 
 static int parse_active(const char *buf, size_t len, bool allow_unconfined,
 			struct backend_active *ret, struct field_error *err)
 {
-	static const char *const keys[] = { "backend", "generation", NULL };
+	static const char *const keys[] = { "backend", "generation", "settings", NULL };
 	_cleanup_json_ json_t *doc = NULL;
 	struct backend_active a = { 0 };
 	const char *text = NULL;
+	json_t *settings = NULL;
 	int r;
 
 	r = ipc_json_parse_object(buf, len, &doc, err);
@@ -371,6 +399,15 @@ static int parse_active(const char *buf, size_t len, bool allow_unconfined,
 	r = ipc_json_get_uint64(doc, "generation", true, 0, INT64_MAX, "", &a.generation, err);
 	if (r < 0)
 		return r;
+	r = ipc_json_get_object(doc, "settings", false, "", &settings, err);
+	if (r < 0)
+		return r;
+	if (settings) {
+		r = check_stored(settings, "settings", err);
+		if (r < 0)
+			return r;
+		a.settings = json_incref(settings);
+	}
 	*ret = a;
 	return 0;
 }
@@ -411,6 +448,11 @@ static int active_doc(const struct backend_active *a, bool allow_unconfined, jso
 	if (r < 0)
 		return r;
 	*ret = json_pack("{s:s, s:I}", "backend", text, "generation", (json_int_t)a->generation);
+	if (*ret && a->settings &&
+	    json_object_set_new(*ret, "settings", json_deep_copy(a->settings)) < 0) {
+		json_decref(*ret);
+		*ret = NULL;
+	}
 	return *ret ? 0 : -ENOMEM;
 }
 

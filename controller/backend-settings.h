@@ -8,7 +8,14 @@
  *   settings.json  {"version": 1,
  *                   "backends": {"<ref text>": {"<field id>": <string|number|boolean>, …}, …}}
  *                  Secret fields never appear here (backend-secrets.h keeps them).
- *   active.json    {"backend": "<ref text>", "generation": <integer ≥ 0>}
+ *   active.json    {"backend": "<ref text>", "generation": <integer ≥ 0>,
+ *                   "settings": {"<field id>": <string|number|boolean>, …}}
+ *                  The selection and the selected backend's settings, committed together by
+ *                  one atomic replace: an activation writes this file only, then copies the
+ *                  settings into settings.json (backend_settings_store_commit()); at start-up
+ *                  the settings here win over settings.json's for that backend, so a crash
+ *                  or a failed write between the two never splits them ("settings" absent:
+ *                  a file from before, settings.json alone holds them).
  *
  * Settings are keyed by the source-qualified reference and are never removed because a pack is
  * disabled or removed: only backend_settings_store_purge() deletes them.
@@ -97,6 +104,14 @@ int backend_settings_store_get(struct backend_settings_store *s, const struct ba
  */
 int backend_settings_store_put(struct backend_settings_store *s, const struct backend_ref *ref,
 			       json_t *settings, struct field_error *err);
+/*
+ * The settings of ref were committed elsewhere (with the selection, in active.json): take them
+ * (borrowed; copied) and replace settings.json. Unlike _put(), the store keeps them in memory
+ * even when the file cannot be written (returned -errno, err says why): active.json holds them
+ * until the next write of settings.json carries them. 0 written, 1 unchanged (nothing written).
+ */
+int backend_settings_store_commit(struct backend_settings_store *s, const struct backend_ref *ref,
+				  json_t *settings, struct field_error *err);
 /* Explicitly forget ref's settings (never called on disable). 1 removed, 0 nothing stored. */
 int backend_settings_store_purge(struct backend_settings_store *s, const struct backend_ref *ref);
 
@@ -104,6 +119,9 @@ int backend_settings_store_purge(struct backend_settings_store *s, const struct 
 struct backend_active {
 	struct backend_ref ref;
 	uint64_t generation;
+	/* The selected backend's settings committed with it: borrowed when saving (NULL: none);
+	 * owned by the caller after a load (NULL when the file has none). */
+	json_t *settings;
 };
 
 enum {
@@ -116,7 +134,8 @@ enum {
 
 /*
  * Read active.json. Never yields an unconfined backend (builtin:host) unless allow_unconfined.
- * Returns one of BACKEND_ACTIVE_*, or -ENOMEM.
+ * Returns one of BACKEND_ACTIVE_*, or -ENOMEM; ret->settings (json_decref() it) only with
+ * BACKEND_ACTIVE_LOADED.
  */
 int backend_active_load(struct backend_settings_store *s, bool allow_unconfined,
 			struct backend_active *ret, struct field_error *err);

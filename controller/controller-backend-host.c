@@ -3,8 +3,12 @@
  * builtin:host — unconfined execution: the command runs as the user, on the host, with only the
  * environment, working directory and stdio of the plan. It exists for policies that say
  * "hostExecution": true on hosts whose admin floor allows host mode; it is only ever selected by
- * an explicit activation (never by auto, never as a fallback), and a process whose policy does
- * not allow host execution is refused while it is active.
+ * an explicit activation (never by auto, never as a fallback). While it is active, a request is
+ * refused, the field named, if its policy does not allow host execution ("hostExecution"), if
+ * the admin floor of the launcher it replaced forbids host mode, or if its workspace is
+ * read-only ("filesystem.workspace.access": nothing here can keep the command from writing).
+ * The policy's wall timeout holds: the command's process group (setsid made it the leader) is
+ * killed when it expires, and whatever is left of the group when the leader ends.
  */
 #include "config.h"
 
@@ -24,6 +28,7 @@
 #include "common/util.h"
 #include "controller/controller-backend.h"
 #include "controller/controller.h"
+#include "policy/policy-model.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -36,13 +41,19 @@ struct host_child {
 	pid_t pid;
 	int pidfd;
 	struct event_source *src;
+	struct event_source *timer; /* the plan's timeoutMs, or NULL */
 	unsigned long long start_usec;
 	bool killed;
+	bool timed_out;
 };
 
 struct host_data {
 	struct host_child *children;
 	unsigned long long next;
+	/* The admin floor of the launcher that served when this instance was prepared (the one
+	 * the activation checked), if there was one. */
+	bool floor_known;
+	bool floor_host_mode;
 };
 
 static json_t *host_descriptor(const struct backend_ops *ops)
@@ -69,16 +80,48 @@ static void host_configure(struct backend_instance *bi, json_t *settings, json_t
 
 static void host_prepare(struct backend_instance *bi, backend_done_cb done, void *ud)
 {
-	bi->data = calloc(1, sizeof(struct host_data));
-	if (!bi->data)
+	struct host_data *d = calloc(1, sizeof(struct host_data));
+	json_t *floor;
+
+	if (!d) {
 		done(bi, -ENOMEM, "out of memory", ud);
-	else
-		done_ok(bi, done, ud);
+		return;
+	}
+	/* Prepared while the previous instance still serves: its launcher's floor is the one the
+	 * activation was allowed by. */
+	floor = json_object_get(controller_launcher_hello(bi->ctl), "floor");
+	d->floor_known = json_is_object(floor);
+	d->floor_host_mode = json_is_true(json_object_get(floor, "hostMode"));
+	bi->data = d;
+	done_ok(bi, done, ud);
 }
 
 static void host_probe(struct backend_instance *bi, backend_done_cb done, void *ud)
 {
 	done_ok(bi, done, ud);
+}
+
+/* Only what this backend can honour runs here (see the top of this file). */
+static int host_admit(struct backend_instance *bi, const struct policy *p, struct field_error *fe)
+{
+	struct host_data *d = bi->data;
+
+	if (!p->host_execution)
+		return field_error_set(
+			fe, -EPERM, "hostExecution", NULL,
+			"the active backend (%s) runs commands unconfined, on the host: "
+			"only a policy with \"hostExecution\": true may run there",
+			bi->ref);
+	if (d && d->floor_known && !d->floor_host_mode)
+		return field_error_set(fe, -EPERM, "hostExecution", NULL,
+				       "the admin floor forbids host mode");
+	if (p->fs.workspace.present && p->fs.workspace.access == POLICY_ACCESS_READ_ONLY)
+		return field_error_set(
+			fe, -EOPNOTSUPP, "filesystem.workspace.access", NULL,
+			"the active backend (%s) runs commands unconfined and cannot "
+			"keep them from writing to a read-only workspace",
+			bi->ref);
+	return 0;
 }
 
 static void child_free(struct host_data *d, struct host_child *ch)
@@ -88,6 +131,7 @@ static void child_free(struct host_data *d, struct host_child *ch)
 			*pp = ch->next;
 			break;
 		}
+	event_source_free(ch->timer);
 	event_source_free(ch->src);
 	safe_close(ch->pidfd);
 	free(ch);
@@ -101,15 +145,23 @@ static int on_child(struct event_source *s, int fd, uint32_t revents, void *user
 	_cleanup_json_ json_t *exit = NULL;
 	bool sig;
 
+	if (waitid((idtype_t)P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+	    si.si_pid == 0)
+		return 0;
+	/* The leader has ended but is not reaped yet, so its pid still names its group: nothing
+	 * it started in the group outlives it (as nothing outlives a sandbox's init). */
+	(void)kill(-ch->pid, SIGKILL);
+	si = (siginfo_t){ 0 };
 	if (waitid((idtype_t)P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
 		return 0;
 	sig = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED;
 	exit = json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox", ch->sandbox, "pid",
 			 (int)ch->pid, "exitCode", sig ? 0 : si.si_status, "signal",
 			 sig ? si.si_status : 0, "reason",
-			 ch->killed ? "killed"
-			 : sig	    ? "signaled"
-				    : "exited",
+			 ch->timed_out ? "timeout"
+			 : ch->killed  ? "killed"
+			 : sig	       ? "signaled"
+				       : "exited",
 			 "durationUsec", (json_int_t)(now_usec() - ch->start_usec), "limits",
 			 "pids", false, "memory", false);
 	{
@@ -120,6 +172,23 @@ static int on_child(struct event_source *s, int fd, uint32_t revents, void *user
 		if (exit)
 			controller_process_exited_on(bi->ctl, bi, sandbox, exit);
 	}
+	return 0;
+}
+
+/* The plan's wall timeout expired: the whole group goes, the leader through its pidfd. */
+static int on_timeout(struct event_source *s, void *userdata)
+{
+	struct host_child *ch = userdata;
+	siginfo_t si = { 0 };
+
+	event_source_free(TAKE_PTR(ch->timer));
+	/* Ended already (on_child() reports it next): not a timeout. */
+	if (waitid((idtype_t)P_PIDFD, (id_t)ch->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	    si.si_pid != 0)
+		return 0;
+	ch->timed_out = true;
+	(void)kill(-ch->pid, SIGKILL);
+	(void)syscall(SYS_pidfd_send_signal, ch->pidfd, SIGKILL, NULL, 0);
 	return 0;
 }
 
@@ -139,6 +208,7 @@ static int host_spawn(struct backend_instance *bi, json_t *plan, const int *fds,
 	_cleanup_strv_free_ char **argv = NULL, **envp = NULL;
 	struct field_error fe;
 	const char *cwd = NULL;
+	uint64_t timeout_ms = 0;
 	struct host_child *ch;
 	int io[3], pidfd = -1, r;
 	pid_t pid;
@@ -150,6 +220,9 @@ static int host_spawn(struct backend_instance *bi, json_t *plan, const int *fds,
 		r = ipc_json_get_strv(plan, "envp", false, 4096, 128 * 1024, "plan", &envp, &fe);
 	if (r >= 0)
 		r = ipc_json_get_string(plan, "cwd", false, "plan", &cwd, &fe);
+	if (r >= 0)
+		r = ipc_json_get_uint64(plan, "timeoutMs", false, 0, UINT64_C(1) << 40, "plan",
+					&timeout_ms, &fe);
 	if (r < 0)
 		return r;
 	io[0] = stdio_fd(plan, "stdin", fds, n_fds);
@@ -194,8 +267,13 @@ static int host_spawn(struct backend_instance *bi, json_t *plan, const int *fds,
 	ch->start_usec = now_usec();
 	(void)snprintf(ch->sandbox, sizeof(ch->sandbox), "host-%llu", ++d->next);
 	r = event_add_io(bi->ctl->loop, pidfd, EPOLLIN, on_child, ch, &ch->src);
+	if (r >= 0 && timeout_ms > 0)
+		r = event_add_timer(bi->ctl->loop, timeout_ms * 1000, false, on_timeout, ch,
+				    &ch->timer);
 	if (r < 0) {
+		(void)kill(-pid, SIGKILL);
 		(void)kill(pid, SIGKILL);
+		event_source_free(ch->src);
 		safe_close(pidfd);
 		free(ch);
 		return r;
@@ -249,6 +327,7 @@ const struct backend_ops backend_host_ops = {
 	.prepare = host_prepare,
 	.probe = host_probe,
 	.hello = NULL,
+	.admit = host_admit,
 	.spawn = host_spawn,
 	.kill = host_kill,
 	.dispose = host_dispose,

@@ -9,7 +9,8 @@
  *   3. configure and prepare a new instance, while the old one keeps serving;
  *   4. probe its availability;
  *   5. swap the active instance (one pointer: no moment without a confined launcher);
- *   6. persist the settings and the selection — on failure, swap back;
+ *   6. persist the selection and its settings, committed together by one atomic write — on
+ *      failure, swap back (nothing stored has changed);
  *   7. drop the old instance's active reference: it is disposed once its last process ends; a
  *      failing dispose keeps the new activation, warns, and is retried in the background.
  * A failure in 1–4 leaves the running and the persisted selection as they were.
@@ -65,6 +66,23 @@ int backend_ops_ref(const struct backend_ops *ops, char *buf, size_t size)
 			     : snprintf(buf, size, "%s:%s", ops->source, ops->kind);
 
 	return n < 0 || (size_t)n >= size ? -ENOBUFS : 0;
+}
+
+int controller_backend_ref_param(json_t *params, struct backend_ref *ret, char *text, size_t size,
+				 struct field_error *fe)
+{
+	json_t *j = json_object_get(params, "backend");
+	int r;
+
+	if (!j || json_is_null(j))
+		return field_error_set(fe, -EINVAL, "params", "backend",
+				       "required field is missing");
+	r = backend_ref_from_json(j, "params.backend", ret, fe);
+	if (r < 0)
+		return r;
+	if (backend_ref_format(ret, text, size) < 0)
+		return field_error_set(fe, -EINVAL, "params.backend", NULL, "too long");
+	return 0;
 }
 
 struct backend_instance *backend_instance_ref(struct backend_instance *bi)
@@ -681,12 +699,17 @@ int controller_backend_validate_settings(struct controller *c, const struct back
 }
 
 /*
- * Step 6: the candidate's settings under its source-qualified key, then the selection, each an
- * atomic replace (controller/backend-settings.c). builtin:host is written only because it was
- * explicitly activated; reading it back never yields it (see controller_backend_load_selection).
+ * Step 6: the selection and the candidate's settings, committed together by one atomic replace
+ * of active.json (backend-settings.h), written on the writer thread. Only once that write
+ * succeeded are the settings copied into settings.json under the source-qualified key; when it
+ * fails nothing on disk or in the store has changed. A crash between the two is repaired at
+ * start-up (controller_backend_load_selection()): active.json's settings win. builtin:host is
+ * written only because it was explicitly activated; reading it back never yields it.
  */
 struct persist_req {
 	uint64_t generation;
+	struct backend_ref ref;
+	json_t *settings;
 	controller_write_cb cb;
 	void *ud;
 };
@@ -697,18 +720,30 @@ static void persist_done(struct controller *c, int r, void *ud)
 
 	if (r < 0)
 		log_warning_errno(r, "cannot save the active selection: %m");
-	else
+	else {
+		struct field_error fe = { 0 };
+		int q;
+
 		c->generation = p->generation;
+		/* Committed: a failure here only delays settings.json (active.json has them). */
+		q = c->settings
+			    ? backend_settings_store_commit(c->settings, &p->ref, p->settings, &fe)
+			    : 0;
+		if (q < 0)
+			log_warning_errno(q,
+					  "cannot copy the saved settings into settings.json "
+					  "(kept with the selection): %s",
+					  fe.reason);
+	}
 	p->cb(c, r, p->ud);
+	json_decref(p->settings);
 	free(p);
 }
 
 int controller_backend_persist(struct controller *c, const char *ref, json_t *settings,
 			       controller_write_cb cb, void *ud)
 {
-	_cleanup_json_ json_t *stored = NULL;
 	struct backend_active a = { 0 };
-	struct field_error fe = { 0 };
 	struct persist_req *p;
 	char *path = NULL, *text = NULL;
 	size_t len;
@@ -719,38 +754,39 @@ int controller_backend_persist(struct controller *c, const char *ref, json_t *se
 	r = backend_ref_parse(ref, &a.ref);
 	if (r < 0)
 		return r;
-	if (!settings)
-		settings = stored = json_object();
-	else if (backend_settings_store_get(c->settings, &a.ref, &stored) > 0 &&
-		 json_equal(stored, settings))
-		settings = NULL; /* unchanged: nothing to write (a re-activation, a flip) */
-	/* Settings change seldom (a person changed them): written here. The selection changes
-	 * with every activation: written on a thread, the loop goes on serving spawns. */
-	if (settings) {
-		r = backend_settings_store_put(c->settings, &a.ref, settings, &fe);
-		if (r < 0)
-			return log_warning_errno(r, "cannot save the settings of %s: %s", ref,
-						 fe.reason);
-	}
-	a.generation = c->generation + 1;
-	r = backend_active_text(c->settings, &a, true, &path, &text, &len);
-	if (r < 0)
-		return r;
 	p = calloc(1, sizeof(*p));
-	if (!p) {
-		free(path);
-		free(text);
+	if (!p)
+		return -ENOMEM;
+	p->settings = settings ? json_deep_copy(settings) : json_object();
+	if (!p->settings) {
+		free(p);
 		return -ENOMEM;
 	}
-	*p = (struct persist_req){ a.generation, cb, ud };
-	r = controller_write_file_async(c, path, text, len, persist_done, p);
-	if (r < 0)
+	a.generation = c->generation + 1;
+	a.settings = p->settings;
+	r = backend_active_text(c->settings, &a, true, &path, &text, &len);
+	if (r < 0) {
+		json_decref(p->settings);
 		free(p);
+		return r;
+	}
+	p->generation = a.generation;
+	p->ref = a.ref;
+	p->cb = cb;
+	p->ud = ud;
+	/* The selection changes with every activation: written on a thread, the loop goes on
+	 * serving spawns. */
+	r = controller_write_file_async(c, path, text, len, persist_done, p);
+	if (r < 0) {
+		json_decref(p->settings);
+		free(p);
+	}
 	return r;
 }
 
 int controller_backend_load_selection(struct controller *c, char **ret_ref, json_t **ret_settings)
 {
+	_cleanup_json_ json_t *committed = NULL;
 	struct backend_active a = { 0 };
 	struct field_error fe = { 0 };
 	char text[BACKEND_REF_TEXT_MAX];
@@ -764,12 +800,26 @@ int controller_backend_load_selection(struct controller *c, char **ret_ref, json
 	r = backend_active_load(c->settings, false, &a, &fe);
 	if (r < 0)
 		return r;
+	committed = TAKE_PTR(a.settings);
 	if (r == BACKEND_ACTIVE_FALLBACK)
 		log_warning("the saved selection is unusable (%s); using builtin:auto", fe.reason);
 	c->generation = a.generation;
 	r = backend_ref_format(&a.ref, text, sizeof(text));
 	if (r < 0)
 		return r;
+	/* The settings committed with the selection win: a crash (or a failed write) after
+	 * active.json was replaced left settings.json behind. */
+	if (committed) {
+		r = backend_settings_store_commit(c->settings, &a.ref, committed, &fe);
+		if (r == 0)
+			log_info("the settings of %s saved with the selection were copied into "
+				 "settings.json",
+				 text);
+		else if (r < 0)
+			log_warning_errno(r,
+					  "cannot copy the settings of %s into settings.json: %s",
+					  text, fe.reason);
+	}
 	*ret_ref = strdup(text);
 	if (!*ret_ref)
 		return -ENOMEM;
@@ -796,7 +846,7 @@ int method_backend_list(struct client *cl, json_t *id, json_t *params, int *fds,
 
 		(void)backend_ops_ref(ops, ref, sizeof(ref));
 		active = c->active && streq(c->active->ref, ref);
-		json_array_append_new(list, json_pack("{s:s,s:{s:s,s:s,s:s?},s:o,s:b,s:b,s:s?}",
+		json_array_append_new(list, json_pack("{s:s,s:{s:s,s:s,s:s*},s:o,s:b,s:b,s:s?}",
 						      "ref", ref, "backend", "source", ops->source,
 						      "kind", ops->kind, "packId", ops->pack_id,
 						      "descriptor", ops->descriptor(ops),
@@ -842,14 +892,15 @@ int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *
 	static const char *const keys[] = { "backend", "settings", NULL };
 	struct field_error fe = { 0 };
 	struct activate_req *ar;
-	const char *ref = NULL, *key;
+	char ref[BACKEND_REF_TEXT_MAX];
+	const char *key;
 	json_t *given = NULL, *v;
 	_cleanup_json_ json_t *settings = NULL;
 	struct backend_ref bref;
 	int r;
 
 	if (ipc_json_check_keys(params, keys, "params", &fe) < 0 ||
-	    ipc_json_get_string(params, "backend", true, "params", &ref, &fe) < 0 ||
+	    controller_backend_ref_param(params, &bref, ref, sizeof(ref), &fe) < 0 ||
 	    ipc_json_get_object(params, "settings", false, "params", &given, &fe) < 0)
 		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
 	if (!controller_backend_find(cl->ctl, ref))
@@ -858,7 +909,7 @@ int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *
 	/* The candidate: the stored settings with the given ones on top (null: back to the
 	 * default), so an activation without settings keeps what was saved — also what a
 	 * reinstalled pack gets back. */
-	if (cl->ctl->settings && backend_ref_parse(ref, &bref) >= 0)
+	if (cl->ctl->settings)
 		(void)backend_settings_store_get(cl->ctl->settings, &bref, &settings);
 	if (!settings)
 		settings = json_object();

@@ -20,6 +20,8 @@
 
 struct controller;
 struct backend_instance;
+struct field_error;
+struct policy;
 
 /* Completion of configure/prepare/probe/dispose: r < 0 failed, message says why. */
 typedef void (*backend_done_cb)(struct backend_instance *bi, int r, const char *message, void *ud);
@@ -42,6 +44,10 @@ struct backend_ops {
 	void (*probe)(struct backend_instance *bi, backend_done_cb done, void *ud);
 	/* The instance's capabilities for the policy compiler (a launcher hello reply). */
 	json_t *(*hello)(struct backend_instance *bi);
+	/* Optional: before a plan is compiled for this instance, refuse a request it cannot honour
+	 * (the request's policy, parsed and resolved): -EPERM or -EOPNOTSUPP, fe naming the field. */
+	int (*admit)(struct backend_instance *bi, const struct policy *policy,
+		     struct field_error *fe);
 	int (*spawn)(struct backend_instance *bi, json_t *plan, const int *fds, size_t n_fds,
 		     backend_spawn_cb cb, void *ud);
 	int (*kill)(struct backend_instance *bi, const char *sandbox, int sig);
@@ -76,6 +82,16 @@ void backend_instance_unref(struct backend_instance *bi);
 
 /* The text form of ops' reference ("builtin:auto", "pack:org.example:cloud"). */
 int backend_ops_ref(const struct backend_ops *ops, char *buf, size_t size);
+
+/*
+ * The backend a client method names: params.backend, in the text form ("builtin:auto") or the
+ * object form backend.list returns ({"source":"pack","packId":ID,"kind":KIND}). ret gets it,
+ * text (BACKEND_REF_TEXT_MAX bytes) its canonical text form. -EINVAL with fe naming the field
+ * ("params.backend", "params.backend.kind", …). Every method taking a backend parses it here.
+ */
+struct backend_ref;
+int controller_backend_ref_param(json_t *params, struct backend_ref *ret, char *text, size_t size,
+				 struct field_error *fe);
 
 /*
  * The OS launcher for an instance: the system cordon-launcherd when its socket exists, else a

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
+#include "controller/controller-backend.h"
 #include "controller/controller.h"
 #include "controller/proxy.h"
 #include "ipc/ipc-json.h"
@@ -389,6 +390,14 @@ static void plan_cache_put(char *key, json_t *hello, struct policy *policy,
 					.used = ++plan_cache_clock };
 }
 
+/* What the active backend cannot honour is refused, the field named, before anything is
+ * compiled for it (an unconfined one refuses a policy without hostExecution). */
+static int backend_admit(struct controller *c, const struct policy *policy, struct field_error *fe)
+{
+	return c->active && c->active->ops->admit ? c->active->ops->admit(c->active, policy, fe)
+						  : 0;
+}
+
 int controller_compile_request(struct controller *c, json_t *params, struct ctl_plan *ret,
 			       struct field_error *fe)
 {
@@ -403,6 +412,9 @@ int controller_compile_request(struct controller *c, json_t *params, struct ctl_
 
 	e = plan_cache_find(key, hello);
 	if (e) {
+		r = backend_admit(c, e->policy, fe);
+		if (r < 0)
+			goto out;
 		r = request_ctx_args(c, params, true, &rc, fe);
 		if (r < 0)
 			goto out;
@@ -422,6 +434,9 @@ int controller_compile_request(struct controller *c, json_t *params, struct ctl_
 	} else {
 		plan_cache_misses++;
 		r = request_ctx_init(c, params, true, &rc, fe);
+		if (r < 0)
+			goto out;
+		r = backend_admit(c, rc.policy, fe);
 		if (r < 0)
 			goto out;
 		r = policy_compile(rc.policy, &rc.ctx, &cp, fe);

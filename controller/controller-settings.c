@@ -199,11 +199,11 @@ int method_backend_settings_get(struct client *cl, json_t *id, json_t *params, i
 	_cleanup_json_ json_t *stored = NULL, *view = NULL;
 	struct field_error fe = { 0 };
 	struct backend_ref ref;
-	const char *text = NULL;
+	char text[BACKEND_REF_TEXT_MAX];
 	int r = 0;
 
 	if (ipc_json_check_keys(params, keys, "params", &fe) < 0 ||
-	    ipc_json_get_string(params, "backend", true, "params", &text, &fe) < 0)
+	    controller_backend_ref_param(params, &ref, text, sizeof(text), &fe) < 0)
 		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
 	r = backend_lookup(c, text, &ref, &d, &fe);
 	if (r < 0)
@@ -357,12 +357,13 @@ int method_backend_settings_set(struct client *cl, json_t *id, json_t *params, i
 	struct field_error fe = { 0 };
 	struct settings_req *sr;
 	struct backend_ref ref;
-	const char *text = NULL, *key;
+	char text[BACKEND_REF_TEXT_MAX];
+	const char *key;
 	json_t *candidate = NULL, *v;
 	int r;
 
 	if (ipc_json_check_keys(params, keys, "params", &fe) < 0 ||
-	    ipc_json_get_string(params, "backend", true, "params", &text, &fe) < 0 ||
+	    controller_backend_ref_param(params, &ref, text, sizeof(text), &fe) < 0 ||
 	    ipc_json_get_object(params, "settings", true, "params", &candidate, &fe) < 0)
 		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
 	r = backend_lookup(c, text, &ref, &d, &fe);
@@ -434,8 +435,9 @@ int method_backend_settings_set(struct client *cl, json_t *id, json_t *params, i
 
 /* secret.set / secret.clear: the common checks. */
 static int secret_params(struct client *cl, json_t *params, bool with_value,
-			 struct backend_ref *ret_ref, const char **ret_ref_text,
-			 const char **ret_field, json_t **ret_value, struct field_error *fe)
+			 struct backend_ref *ret_ref,
+			 char ret_ref_text[static BACKEND_REF_TEXT_MAX], const char **ret_field,
+			 json_t **ret_value, struct field_error *fe)
 {
 	static const char *const keys_set[] = { "backend", "field", "value", NULL };
 	static const char *const keys_clear[] = { "backend", "field", NULL };
@@ -445,16 +447,15 @@ static int secret_params(struct client *cl, json_t *params, bool with_value,
 	r = ipc_json_check_keys(params, with_value ? keys_set : keys_clear, "params", fe);
 	if (r < 0)
 		return r;
-	r = ipc_json_get_string(params, "backend", true, "params", ret_ref_text, fe);
+	r = controller_backend_ref_param(params, ret_ref, ret_ref_text, BACKEND_REF_TEXT_MAX, fe);
 	if (r < 0)
 		return r;
 	r = ipc_json_get_string(params, "field", true, "params", ret_field, fe);
 	if (r < 0)
 		return r;
-	r = controller_backend_secret_field(cl->ctl, *ret_ref_text, *ret_field, fe);
+	r = controller_backend_secret_field(cl->ctl, ret_ref_text, *ret_field, fe);
 	if (r < 0)
 		return r;
-	(void)backend_ref_parse(*ret_ref_text, ret_ref);
 	if (!with_value)
 		return 0;
 	value = json_object_get(params, "value");
@@ -498,12 +499,13 @@ int method_secret_set(struct client *cl, json_t *id, json_t *params, int *fds, s
 	struct backend_secrets *store = NULL;
 	struct field_error fe = { 0 };
 	struct backend_ref ref;
-	const char *ref_text = NULL, *field = NULL;
+	char ref_text[BACKEND_REF_TEXT_MAX] = "";
+	const char *field = NULL;
 	json_t *value = NULL;
 	bool changed;
 	int r;
 
-	r = secret_params(cl, params, true, &ref, &ref_text, &field, &value, &fe);
+	r = secret_params(cl, params, true, &ref, ref_text, &field, &value, &fe);
 	if (r >= 0)
 		r = controller_secrets(c, &store);
 	changed = r >= 0 && json_string_length(value) > 0;
@@ -533,10 +535,11 @@ int method_secret_clear(struct client *cl, json_t *id, json_t *params, int *fds,
 	struct backend_secrets *store = NULL;
 	struct field_error fe = { 0 };
 	struct backend_ref ref;
-	const char *ref_text = NULL, *field = NULL;
+	char ref_text[BACKEND_REF_TEXT_MAX] = "";
+	const char *field = NULL;
 	int r;
 
-	r = secret_params(cl, params, false, &ref, &ref_text, &field, NULL, &fe);
+	r = secret_params(cl, params, false, &ref, ref_text, &field, NULL, &fe);
 	if (r >= 0)
 		r = controller_secrets(c, &store);
 	if (r >= 0)
