@@ -297,8 +297,10 @@ int backend_settings_store_get(struct backend_settings_store *s, const struct ba
 	return v ? 1 : 0;
 }
 
-int backend_settings_store_put(struct backend_settings_store *s, const struct backend_ref *ref,
-			       json_t *settings, struct field_error *err)
+/* The stored document with settings under ref's key, checked, in *ret_next; 1 when the store
+ * holds those settings already, else 0; or -errno. */
+static int store_with(struct backend_settings_store *s, const struct backend_ref *ref,
+		      json_t *settings, json_t **ret_next, struct field_error *err)
 {
 	_cleanup_json_ json_t *next = NULL;
 	char key[BACKEND_REF_TEXT_MAX];
@@ -313,6 +315,20 @@ int backend_settings_store_put(struct backend_settings_store *s, const struct ba
 	next = json_deep_copy(s->backends);
 	if (!next || json_object_set_new(next, key, json_deep_copy(settings)) < 0)
 		return -ENOMEM;
+	r = json_equal(json_object_get(s->backends, key), settings) ? 1 : 0;
+	*ret_next = TAKE_PTR(next);
+	return r;
+}
+
+int backend_settings_store_put(struct backend_settings_store *s, const struct backend_ref *ref,
+			       json_t *settings, struct field_error *err)
+{
+	_cleanup_json_ json_t *next = NULL;
+	int r;
+
+	r = store_with(s, ref, settings, &next, err);
+	if (r < 0)
+		return r;
 	r = store_write(s, next);
 	if (r < 0)
 		return field_error_set(err, r, "", NULL, "cannot write %s/%s: %s", s->dir,
@@ -326,20 +342,11 @@ int backend_settings_store_commit(struct backend_settings_store *s, const struct
 				  json_t *settings, struct field_error *err)
 {
 	_cleanup_json_ json_t *next = NULL;
-	char key[BACKEND_REF_TEXT_MAX];
 	int r;
 
-	r = backend_ref_format(ref, key, sizeof(key));
-	if (r < 0)
+	r = store_with(s, ref, settings, &next, err);
+	if (r != 0)
 		return r;
-	r = check_stored(settings, "settings", err);
-	if (r < 0)
-		return r;
-	if (json_equal(json_object_get(s->backends, key), settings))
-		return 1;
-	next = json_deep_copy(s->backends);
-	if (!next || json_object_set_new(next, key, json_deep_copy(settings)) < 0)
-		return -ENOMEM;
 	json_decref(s->backends);
 	s->backends = json_incref(next);
 	r = store_write(s, next);
