@@ -598,12 +598,6 @@ static int lookup_groups(struct conn *c)
 	return 0;
 }
 
-/*
- * Privileged mode: the requester's resource limits, read from the process that connected (its
- * pidfd from SO_PEERPIDFD, checked alive after the read, so that the pid was not reused), and
- * which of them differ from ours. A sandbox starts from these, never from launcherd's own:
- * an admin's per-user limits (pam_limits, a unit's Limit*=) hold in it as in the requester.
- */
 /* Without CAP_SYS_RESOURCE prlimit() cannot read another user's limits: /proc/PID/limits
  * (world-readable) lists them in RLIMIT_* order, a header line first, each value from column 26
  * on ("Max open files            1024                 524288               files"). */
@@ -636,6 +630,12 @@ static int proc_limits(pid_t pid, struct rlimit *limits)
 	return res == RLIM_NLIMITS ? 0 : -EBADMSG;
 }
 
+/*
+ * Privileged mode: the requester's resource limits, read from the process that connected (its
+ * pidfd from SO_PEERPIDFD, checked alive after the read, so that the pid was not reused), and
+ * which of them differ from ours. A sandbox starts from these, never from launcherd's own:
+ * an admin's per-user limits (pam_limits, a unit's Limit*=) hold in it as in the requester.
+ */
 static int read_peer_limits(struct conn *c, int sock)
 {
 	_cleanup_close_ int pidfd = -1;

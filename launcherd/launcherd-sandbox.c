@@ -154,8 +154,9 @@ static void sandbox_free(struct sandbox *s)
 
 struct sandbox *sandbox_find(struct launcherd *d, const char *id, uid_t uid)
 {
-	/* One whose exit was reported stays killable until its init is reaped: the report is the
-	 * init's word, written from inside the sandbox, and not proof that nothing runs there. */
+	/* One whose exit was reported stays killable until its init is reaped: the report comes
+	 * as soon as the command is reaped, the init and the namespaces' teardown may still be
+	 * going, and a kill of what is ending anyway costs nothing. */
 	for (struct sandbox *s = d->sandboxes; s; s = s->next)
 		/* Another user's sandbox is reported as absent: no existence oracle. */
 		if (s->uid == uid && streq(s->id, id) && s->state != SB_FAILED)

@@ -155,39 +155,14 @@ static int mount_fstype(uint64_t id, char fstype[SCREEN_FSTYPE_MAX])
 	return -ENOENT; /* a mount of another namespace */
 }
 
-/* Whether fd, accepted, is one whose last close could still wait on someone (screen_header's
- * hold): a socket (an AF_UNIX one may carry any fd in its queue), a device other than the
- * memory devices (/dev/null, zero, full, random, urandom: major 1), whose driver may wait (a
- * tty draining its output). */
-static bool release_may_wait(int fd)
-{
-	struct statx stx;
-	int flags = fcntl(fd, F_GETFL);
-
-	if (flags >= 0 && (flags & O_PATH))
-		return false;
-	/* Cached attributes only, as screen_fd(): never a request to a FUSE server. */
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0 ||
-	    !(stx.stx_mask & STATX_TYPE))
-		return true;
-	switch (stx.stx_mode & S_IFMT) {
-	case S_IFSOCK:
-	case S_IFBLK:
-		return true;
-	case S_IFCHR:
-		return stx.stx_rdev_major != 1;
-	default:
-		return false;
-	}
-}
-
-enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX])
+enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX], bool *ret_hold)
 {
 	struct statx stx;
 	int flags = fcntl(fd, F_GETFL), domain;
 	socklen_t len = sizeof(domain);
 
 	fstype[0] = '\0';
+	*ret_hold = false;
 	if (flags < 0)
 		return SCREEN_KIND;
 	if (flags & O_PATH)
@@ -197,14 +172,22 @@ enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX])
 		    0 ||
 	    !(stx.stx_mask & STATX_TYPE))
 		return SCREEN_UNSEEN;
+	/* Held (screen_header's hold): a socket (an AF_UNIX one may carry any fd in its queue)
+	 * and a device other than the memory devices (/dev/null, zero, full, random, urandom:
+	 * major 1), whose driver may wait at its release (a tty draining its output). */
 	switch (stx.stx_mode & S_IFMT) {
 	case S_IFIFO:
+		return SCREEN_OK;
 	case S_IFCHR:
 	case S_IFBLK:
+		*ret_hold = S_ISBLK(stx.stx_mode) || stx.stx_rdev_major != 1;
 		return SCREEN_OK;
 	case S_IFSOCK:
-		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX)
+		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+		    domain == AF_UNIX) {
+			*ret_hold = true;
 			return SCREEN_OK;
+		}
 		return SCREEN_SOCKET;
 	case S_IFREG:
 	case S_IFDIR:
@@ -300,9 +283,11 @@ _noreturn_ static void receiver(int conn, int out, int devnull, pid_t parent, ui
 		h->magic = SCREEN_MAGIC;
 		h->n_fds = (uint32_t)n_fds;
 		for (size_t i = 0; i < n_fds; i++) {
-			h->verdict[i] = (uint8_t)screen_fd(fds[i], h->fstype[i]);
+			bool hold;
+
+			h->verdict[i] = (uint8_t)screen_fd(fds[i], h->fstype[i], &hold);
 			fwd[i] = h->verdict[i] == SCREEN_OK ? fds[i] : devnull;
-			if (h->verdict[i] == SCREEN_OK && !h->hold && release_may_wait(fds[i]))
+			if (h->verdict[i] == SCREEN_OK && hold)
 				h->hold = 1;
 		}
 		if (ipc_send_with_fds(out, h, sizeof(*h) + (size_t)n, fwd, n_fds, 0) < 0)

@@ -73,9 +73,10 @@ const char *screen_reason(const struct screen_header *h, size_t i, char *buf, si
  * and its lookups never wait on another process or a remote server. */
 bool screen_fs_ok(const char *type);
 
-/* Screen one fd; SCREEN_OK or why not (fstype filled for SCREEN_FS). Only the receiver calls
- * it: for a file on a mount our namespace does not list, it asks the file system (fstatfs). */
-enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX]);
+/* Screen one fd; SCREEN_OK or why not (fstype filled for SCREEN_FS), and *ret_hold whether its
+ * release could wait (a socket, a device: screen_header's hold). Only the receiver calls it: for
+ * a file on a mount our namespace does not list, it asks the file system (fstatfs). */
+enum screen_verdict screen_fd(int fd, char fstype[SCREEN_FSTYPE_MAX], bool *ret_hold);
 
 /*
  * launcherd's side, privileged mode (user mode serves its own user only and reads its socket
