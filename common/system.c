@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <linux/nsfs.h>
+#include <linux/openat2.h>
 
 #include "common/system.h"
 #include "common/util.h"
@@ -79,6 +80,17 @@ int fd_get_path(int fd, char **ret)
 		return -EINVAL;
 	*ret = strdup(buf);
 	return *ret ? 0 : -ENOMEM;
+}
+
+int fd_openat2(int dirfd, const char *path, int flags, uint64_t resolve)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = resolve,
+	};
+	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
 }
 
 bool fd_is_mount_ns(int fd)

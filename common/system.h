@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -17,6 +18,10 @@ int fd_dup_cloexec(int fd, int min);
 /* Whether fd is a mount namespace (an nsfs file, as from open("/proc/self/ns/mnt")). Asks no
  * file system and no driver: the fd's name must read "mnt:[…]" before the nsfs ioctl is used. */
 bool fd_is_mount_ns(int fd);
+/* openat2(2) of path relative to dirfd with flags | O_CLOEXEC and these RESOLVE_* flags: the fd,
+ * or -errno. Raw system call, nothing allocated (a set-up child that shares launcherd's memory
+ * may call it). */
+int fd_openat2(int dirfd, const char *path, int flags, uint64_t resolve);
 /* Where fd leads, every symlink resolved (its /proc/self/fd link): a new string in *ret, or
  * -errno (-EINVAL for an fd that names no place in the tree: deleted, detached, a socket). */
 int fd_get_path(int fd, char **ret);

@@ -18,6 +18,7 @@
 #include <linux/openat2.h>
 
 #include "common/cleanup.h"
+#include "common/system.h"
 #include "common/util.h"
 #include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-plan.h"
@@ -140,13 +141,8 @@ static int add_port_rules(int ruleset, const uint16_t *ports, size_t n, uint64_t
 
 static int open_nofollow(const char *path, int flags)
 {
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_PATH | O_CLOEXEC),
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
-
-	return fd < 0 ? -errno : (int)fd;
+	return fd_openat2(AT_FDCWD, path, flags | O_PATH,
+			  RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
 /*

@@ -29,6 +29,7 @@
 #include <linux/openat2.h>
 
 #include "common/cleanup.h"
+#include "common/system.h"
 #include "common/util.h"
 #include "launcherd/launcherd-apply.h"
 #include "launcherd/launcherd-mount.h"
@@ -52,13 +53,8 @@ struct root_builder {
 
 static int openat2_beneath(int dirfd, const char *path, int flags)
 {
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-
-	return fd < 0 ? -errno : (int)fd;
+	return fd_openat2(dirfd, path, flags,
+			  RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
 /*

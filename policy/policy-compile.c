@@ -5,13 +5,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/json-cleanup.h"
@@ -112,21 +110,10 @@ struct host {
 
 static int host_open(const struct host *h, const char *path, int flags, int *ret_fd)
 {
-	const char *rel = streq(path, "/") ? "." : path + 1;
-	int fd;
+	int fd = policy_host_open(h->root_fd, h->in_root, path, flags);
 
-	if (h->in_root) {
-		struct open_how how = {
-			.flags = (uint64_t)(flags | O_CLOEXEC),
-			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-		};
-
-		fd = (int)syscall(SYS_openat2, h->root_fd, rel, &how, sizeof(how));
-	} else {
-		fd = openat(h->root_fd, rel, flags | O_CLOEXEC);
-	}
 	if (fd < 0)
-		return negative_errno();
+		return fd;
 	*ret_fd = fd;
 	return 0;
 }

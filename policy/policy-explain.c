@@ -3,12 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/json-cleanup.h"
@@ -209,15 +207,7 @@ static void explain_landlock_path(struct explainer *e, json_t *r, const char *pa
 /* path on the host (inside a test root if it has one), following symlinks, O_PATH. */
 static int open_host(int root_fd, bool in_root, const char *path)
 {
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	const char *rel = streq(path, "/") ? "." : path + 1;
-
-	if (!in_root)
-		return openat(root_fd, rel, O_PATH | O_CLOEXEC);
-	return (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
+	return policy_host_open(root_fd, in_root, path, O_PATH);
 }
 
 /* The policy's binds opened as the compiler opens them (following a final symlink), for a

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/system.h"
@@ -318,34 +317,14 @@ static int strv_add(char ***l, const char *s)
 
 static int open_beneath(int dirfd, const char *rel, int flags)
 {
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, dirfd, isempty(rel) ? "." : rel, &how, sizeof(how));
-
-	return fd < 0 ? negative_errno() : (int)fd;
+	return fd_openat2(dirfd, isempty(rel) ? "." : rel, flags,
+			  RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
 /* An absolute host path, as the compiler looks paths up (inside a test root if it has one). */
 static int open_host(const struct policy_host_exec_ctx *ctx, const char *path, int flags)
 {
-	const char *rel = streq(path, "/") ? "." : path + 1;
-	long fd;
-
-	if (ctx->in_root) {
-		struct open_how how = {
-			.flags = (uint64_t)(flags | O_CLOEXEC),
-			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-		};
-
-		fd = syscall(SYS_openat2, ctx->host_root_fd, rel, &how, sizeof(how));
-	} else if (ctx->host_root_fd >= 0) {
-		fd = openat(ctx->host_root_fd, rel, flags | O_CLOEXEC);
-	} else {
-		fd = open(path, flags | O_CLOEXEC);
-	}
-	return fd < 0 ? negative_errno() : (int)fd;
+	return policy_host_open(ctx->host_root_fd, ctx->in_root, path, flags);
 }
 
 /*

@@ -2,11 +2,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/openat2.h>
+
 #include "common/json-cleanup.h"
+#include "common/system.h"
 #include "common/util.h"
 #include "policy/policy-model.h"
 
@@ -211,6 +215,17 @@ int policy_path_canonicalize(const char *in, char **ret, const char **ret_reason
 	out[n] = '\0';
 	*ret = TAKE_PTR(out);
 	return 0;
+}
+
+int policy_host_open(int root_fd, bool in_root, const char *path, int flags)
+{
+	const char *rel = streq(path, "/") ? "." : path + 1;
+	int fd;
+
+	if (in_root)
+		return fd_openat2(root_fd, rel, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+	fd = openat(root_fd, rel, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 bool policy_path_under(const char *path, const char *prefix)

@@ -133,6 +133,10 @@ int policy_network_from_string(const char *s, enum policy_network *ret);
 int policy_path_canonicalize(const char *in, char **ret, const char **ret_reason);
 /* True when path equals prefix or lies below it; paths with different anchors never do. */
 bool policy_path_under(const char *path, const char *prefix);
+/* An absolute host path as policies look paths up: relative to root_fd (the host's "/", or a
+ * test root, resolved inside it when in_root: RESOLVE_IN_ROOT), flags | O_CLOEXEC. The fd, or
+ * -errno. */
+int policy_host_open(int root_fd, bool in_root, const char *path, int flags);
 /* Resolve a canonical path against home and cwd (both absolute, normalized). NULL on OOM. */
 char *policy_path_resolve(const char *path, const char *home, const char *cwd);
 
