@@ -43,6 +43,24 @@ def alive(pid):
         return False
 
 
+def children(ppid, word="cordon-launcherd"):
+    """Live children of ppid whose command line has word."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if int(fields[1]) == ppid and fields[0] != "Z" and word in cmd:
+            out.append(int(d))
+    return sorted(out)
+
+
 def wait_gone(pid, seconds=10):
     deadline = time.time() + seconds
     while time.time() < deadline and alive(pid):

@@ -237,7 +237,7 @@ suite() {
 
 	# 9. What cannot be kept read-only is refused or reported.
 	fresh sym
-	(cd "$BASE/sym" && as touch ../shared.envrc && as ln -s ../shared.envrc .envrc)
+	(cd "$BASE/sym" && as touch ../outside.envrc && as ln -s ../outside.envrc .envrc)
 	out=$(attack sym "" true 2>&1)
 	rc=$?
 	[ $rc = 120 ] && echo "$out" | grep -q 'filesystem.hostExecuted.allow'

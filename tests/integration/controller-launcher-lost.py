@@ -20,7 +20,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
-from ctl import CORDON, SOCK, alive, leak_reports, start_controller, stop_controller  # noqa: E402
+from ctl import (CORDON, SOCK, alive, children, leak_reports, start_controller,  # noqa: E402
+                 stop_controller)
 from rpc import Conn, Tap  # noqa: E402
 
 WORK = os.environ["WORK"]
@@ -35,24 +36,6 @@ def base(**kw):
     p = {"callerCwd": WORK, "env": ["PATH=/usr/bin:/bin"]}
     p.update(kw)
     return p
-
-
-def children(ppid, word="cordon-launcherd"):
-    """Live children of ppid whose command line has word."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if int(fields[1]) == ppid and fields[0] != "Z" and word in cmd:
-            out.append(int(d))
-    return sorted(out)
 
 
 def gone(pid, seconds):

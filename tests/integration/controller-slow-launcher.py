@@ -8,29 +8,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
-from ctl import SOCK, start_controller, stop_controller  # noqa: E402
+from ctl import SOCK, children, start_controller, stop_controller  # noqa: E402
 from rpc import Conn, Tap  # noqa: E402
 
 WORK = os.environ["WORK"]
 t = Tap()
-
-
-def launcherds(ppid):
-    """Live children of ppid that are cordon-launcherd."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        if int(fields[1]) == ppid and fields[0] != "Z" and "cordon-launcherd" in cmd:
-            out.append(int(d))
-    return out
 
 
 ctl = start_controller()
@@ -39,7 +21,7 @@ r = a.call("process.spawn", {"callerCwd": WORK, "env": ["PATH=/usr/bin:/bin"],
                              "argv": ["/bin/sleep", "100"],
                              "stdio": {"stdin": "null", "stdout": "null", "stderr": "null"}})
 pid = r.get("result", {}).get("processId")
-lds = launcherds(ctl)
+lds = children(ctl)
 t.ok(pid and len(lds) == 1, "a process runs on the controller's own launcherd (%s)" % lds, r)
 stopped = lds[0] if lds else None
 if stopped:

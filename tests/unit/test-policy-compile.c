@@ -641,8 +641,8 @@ static void test_host_exec(void)
 
 	/* A symlink among them cannot be kept read-only: refused unless opted out. */
 	mk("home/user/linked/.git/hooks", true);
-	mk("home/user/shared.envrc", false);
-	ln("../shared.envrc", "home/user/linked/.envrc");
+	mk("home/user/outside.envrc", false);
+	ln("../outside.envrc", "home/user/linked/.envrc");
 	e = compile_in("{\"version\": 1}", "/home/user/linked", &r, &err);
 	is_int(-EPERM, r, "a symlinked .envrc is refused");
 	is_str("filesystem.hostExecuted", err.field, "naming the field");
