@@ -49,7 +49,7 @@
 #include "common/event.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/proxy.h"
+#include "proxy/proxy.h"
 #include "launcherd/launcherd-net.h"
 
 static int listen_any(unsigned *ret_port)

@@ -39,7 +39,7 @@
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/ctl-launcher.h"
+#include "backends/ctl-launcher.h"
 
 static const char *plan_text =
 	"{\"argv\":[\"/bin/true\"],\"envp\":[\"PATH=/usr/bin:/bin\"],\"cwd\":\"/\","

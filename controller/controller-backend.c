@@ -31,42 +31,12 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/controller-backend.h"
-#include "controller/backend-descriptor.h"
-#include "controller/backend-secrets.h"
-#include "controller/backend-settings.h"
+#include "backends/backend.h"
+#include "backends/backend-descriptor.h"
+#include "backends/backend-secrets.h"
+#include "backends/backend-settings.h"
 #include "controller/controller.h"
 #include "ipc/ipc-json.h"
-
-#define DISPOSE_RETRY_USEC (5ULL * 1000000ULL)
-
-static unsigned long long instance_counter;
-
-static const struct backend_ops *const builtins[] = { &backend_auto_ops, &backend_host_ops };
-
-int backend_instance_new(struct controller *c, const struct backend_ops *ops,
-			 struct backend_instance **ret)
-{
-	struct backend_instance *bi = calloc(1, sizeof(*bi));
-
-	if (!bi)
-		return -ENOMEM;
-	bi->ctl = c;
-	bi->ops = ops;
-	bi->refs = 1;
-	(void)backend_ops_ref(ops, bi->ref, sizeof(bi->ref));
-	(void)snprintf(bi->name, sizeof(bi->name), "%s#%llu", bi->ref, ++instance_counter);
-	*ret = bi;
-	return 0;
-}
-
-int backend_ops_ref(const struct backend_ops *ops, char *buf, size_t size)
-{
-	int n = ops->pack_id ? snprintf(buf, size, "%s:%s:%s", ops->source, ops->pack_id, ops->kind)
-			     : snprintf(buf, size, "%s:%s", ops->source, ops->kind);
-
-	return n < 0 || (size_t)n >= size ? -ENOBUFS : 0;
-}
 
 int controller_backend_ref_param(json_t *params, struct backend_ref *ret, char *text, size_t size,
 				 struct field_error *fe)
@@ -83,117 +53,6 @@ int controller_backend_ref_param(json_t *params, struct backend_ref *ret, char *
 	if (backend_ref_format(ret, text, size) < 0)
 		return field_error_set(fe, -EINVAL, "params.backend", NULL, "too long");
 	return 0;
-}
-
-struct backend_instance *backend_instance_ref(struct backend_instance *bi)
-{
-	if (bi)
-		bi->refs++;
-	return bi;
-}
-
-struct dispose_retry {
-	struct dispose_retry *next;
-	struct backend_instance *bi;
-	struct event_source *timer;
-	unsigned attempts;
-};
-
-/* Disposals under way: the controller's exit waits for them (controller_backends_stop()). */
-static struct dispose_retry *disposals;
-
-static void dispose_done(struct backend_instance *bi, int r, const char *message, void *ud);
-
-/* Dispose and free an instance nobody holds any more. Runs from its own timer, never from inside
- * the instance's callbacks (its last process may end inside its own exit report). */
-static int on_dispose(struct event_source *s, void *userdata)
-{
-	struct dispose_retry *dr = userdata;
-	struct backend_instance *bi = dr->bi;
-
-	if (bi->ops->dispose_async)
-		bi->ops->dispose_async(bi, dispose_done, dr);
-	else
-		dispose_done(bi, bi->ops->dispose(bi), NULL, dr);
-	return 0;
-}
-
-static void dispose_done(struct backend_instance *bi, int r, const char *message, void *ud)
-{
-	struct dispose_retry *dr = ud;
-
-	if (r < 0) {
-		/* Step 7's failure rule: the new activation stands; warn and retry in the
-		 * background. */
-		if (dr->attempts == 0)
-			controller_event(bi->ctl, "backend-cleanup-failed",
-					 json_pack("{s:s,s:s}", "launcher", bi->name, "error",
-						   message ? message : strerror(-r)));
-		/* Retried in the background, but not past our own exit. */
-		if (++dr->attempts < 10 && !bi->ctl->exiting) {
-			log_warning_errno(r, "cleanup of %s failed (attempt %u: %s); retrying: %m",
-					  bi->name, dr->attempts, message ? message : "");
-			(void)event_timer_set(dr->timer, DISPOSE_RETRY_USEC, false);
-			return;
-		}
-		log_error_errno(r, "giving up the cleanup of %s: %m", bi->name);
-	}
-	controller_event(bi->ctl, "backend-disposed",
-			 json_pack("{s:s,s:b,s:i}", "launcher", bi->name, "ok", r >= 0, "attempts",
-				   (int)dr->attempts + 1));
-	for (struct dispose_retry **p = &disposals; *p; p = &(*p)->next)
-		if (*p == dr) {
-			*p = dr->next;
-			break;
-		}
-	event_source_free(dr->timer);
-	bi->ops->free(bi);
-	free(bi);
-	free(dr);
-}
-
-void backend_instance_unref(struct backend_instance *bi)
-{
-	struct dispose_retry *dr;
-
-	if (!bi || --bi->refs > 0)
-		return;
-	dr = calloc(1, sizeof(*dr));
-	if (dr) {
-		dr->bi = bi;
-		if (event_add_timer(bi->ctl->loop, 1, false, on_dispose, dr, &dr->timer) >= 0) {
-			dr->next = disposals;
-			disposals = dr;
-			return;
-		}
-		free(dr);
-	}
-	/* No timer: dispose here (only reached when out of memory). */
-	if (bi->ops->dispose)
-		(void)bi->ops->dispose(bi);
-	bi->ops->free(bi);
-	free(bi);
-}
-
-/* ------------------------------------------------------------------------- registry */
-
-const struct backend_ops *controller_backend_find(struct controller *c, const char *ref)
-{
-	for (size_t i = 0; i < ELEMENTSOF(builtins); i++) {
-		char r[160];
-
-		(void)backend_ops_ref(builtins[i], r, sizeof(r));
-		if (streq(r, ref))
-			return builtins[i];
-	}
-	if (startswith(ref, "pack:"))
-		return controller_pack_backend_find(c, ref);
-#ifdef CORDON_TEST_HOOKS
-	/* The test build only (tests/helpers/controller-backend-test.c). */
-	if (streq(ref, "builtin:test"))
-		return &backend_test_ops;
-#endif
-	return NULL;
 }
 
 /* ------------------------------------------------------------------------- activation */
@@ -383,7 +242,7 @@ static void activation_run(struct activation *a)
 		return;
 	}
 	case 3:
-		r = backend_instance_new(c, a->ops, &a->bi);
+		r = backend_instance_new(&c->host, a->ops, &a->bi);
 		if (r < 0) {
 			activation_finish(a, r, "out of memory");
 			return;
@@ -491,20 +350,18 @@ bool controller_backend_pack_in_use(struct controller *c, const char *pack_id)
  * builtin:auto, which is saved (PROTOCOL.md §6.2). */
 static int slot_reestablish(struct controller *c)
 {
-	if (c->activations || c->exiting)
+	if (c->activations || c->host.exiting)
 		return 0;
-	return controller_backend_activate(c, "builtin:auto", NULL,
+	return controller_backend_activate(c, BACKEND_FALLBACK_REF, NULL,
 					   c->slot_persist ? 0 : ACTIVATE_NO_PERSIST, NULL, NULL);
 }
 
 void controller_backend_lost(struct controller *c, struct backend_instance *bi)
 {
-	controller_event(c, "backend-lost", json_pack("{s:s}", "launcher", bi->name));
-	controller_processes_instance_lost(c, bi);
-	if (c->active == bi && !c->exiting) {
+	if (c->active == bi && !c->host.exiting) {
 		/* Re-establish a confined launcher; spawns wait for it meanwhile. */
 		c->active = NULL;
-		c->slot_persist = !streq(bi->ref, "builtin:auto");
+		c->slot_persist = !streq(bi->ref, BACKEND_FALLBACK_REF);
 		backend_instance_unref(bi);
 		(void)slot_reestablish(c);
 	}
@@ -517,7 +374,7 @@ int controller_backend_await(struct controller *c, backend_await_cb cb, void *ud
 
 	if (c->active)
 		return 1;
-	if (c->exiting)
+	if (c->host.exiting)
 		return -ESHUTDOWN;
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -579,19 +436,15 @@ void controller_backends_stop(struct controller *c)
 		free(w);
 	}
 	/* A failed disposal waiting to be retried is tried once more now, and then given up
-	 * (dispose_done() retries nothing once we are exiting). */
-	for (struct dispose_retry *dr = disposals; dr; dr = dr->next)
-		if (dr->attempts > 0)
-			(void)event_timer_set(dr->timer, 1, false);
+	 * (nothing is retried once we are exiting). */
+	backend_disposals_retry_now();
 	/* The main loop is over: run it for the disposals still under way, for a while. */
-	while (disposals && now_usec() < deadline)
-		if (event_loop_run_once(c->loop, 50) < 0)
+	while (backend_disposals_pending() && now_usec() < deadline)
+		if (event_loop_run_once(c->host.loop, 50) < 0)
 			break;
-	for (struct dispose_retry *dr = disposals; dr; dr = dr->next)
-		log_warning("%s: not disposed of at exit", dr->bi->name);
+	backend_disposals_free();
 	backend_launcher_reapers_free();
 	backend_settings_store_free(TAKE_PTR(c->settings));
-	controller_packs_close(c);
 }
 
 /* Start-up: the persisted selection, else (or when it cannot be established) builtin:auto. */
@@ -623,27 +476,22 @@ int controller_backends_start(struct controller *c)
 		log_warning("the backend settings file was corrupt (%s); kept aside as \"%s\"",
 			    fe.reason, aside);
 
-	/* The packs first: the saved selection may be one of their backends. */
-	r = controller_packs_open(c);
-	if (r < 0)
-		log_warning_errno(r, "cannot open the installed packs in \"%s/packs\": %m",
-				  c->state_dir);
 	r = controller_backend_load_selection(c, &saved, &settings);
-	if (r >= 0 && saved && !streq(saved, "builtin:auto")) {
+	if (r >= 0 && saved && !streq(saved, BACKEND_FALLBACK_REF)) {
 		r = controller_backend_activate(c, saved, settings,
 						ACTIVATE_EXPLICIT | ACTIVATE_NO_PERSIST,
 						startup_done, &state);
 		while (r >= 0 && state == 0)
-			if (event_loop_run_once(c->loop, 1000) < 0)
+			if (event_loop_run_once(c->host.loop, 1000) < 0)
 				break;
 		if (state == 1)
 			return 0;
 	}
 	state = 0;
-	r = controller_backend_activate(c, "builtin:auto", NULL, ACTIVATE_NO_PERSIST, startup_done,
-					&state);
+	r = controller_backend_activate(c, BACKEND_FALLBACK_REF, NULL, ACTIVATE_NO_PERSIST,
+					startup_done, &state);
 	while (r >= 0 && state == 0)
-		if (event_loop_run_once(c->loop, 1000) < 0)
+		if (event_loop_run_once(c->host.loop, 1000) < 0)
 			break;
 	return state == 1 ? 0 : -ENODEV;
 }
@@ -663,7 +511,7 @@ static bool secret_is_configured(void *userdata, const char *field_id)
 }
 
 /* Step 1: the candidate settings against the backend's descriptor, through the same validation
- * packs get (controller/backend-settings.c): unknown ids, types, required fields, options. A
+ * packs get (backends/backend-settings.c): unknown ids, types, required fields, options. A
  * required secret must be configured in the secret store. */
 int controller_backend_validate_settings(struct controller *c, const struct backend_ops *ops,
 					 const char *ref, json_t *settings, struct field_error *fe)
@@ -832,13 +680,10 @@ int controller_backend_load_selection(struct controller *c, char **ret_ref, json
 int method_backend_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
 	struct controller *c = cl->ctl;
-	const struct backend_ops *all[ELEMENTSOF(builtins) + 256];
-	size_t n_all = 0;
+	const struct backend_ops *all[256];
+	size_t n_all = controller_backends_list(c, all, ELEMENTSOF(all));
 	json_t *list = json_array();
 
-	for (size_t i = 0; i < ELEMENTSOF(builtins); i++)
-		all[n_all++] = builtins[i];
-	n_all += controller_pack_backends(c, all + n_all, ELEMENTSOF(all) - n_all);
 	for (size_t i = 0; i < n_all; i++) {
 		const struct backend_ops *ops = all[i];
 		char ref[160];

@@ -16,8 +16,8 @@
 #include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "controller/backend-secrets.h"
-#include "controller/backend-settings.h"
+#include "backends/backend-secrets.h"
+#include "backends/backend-settings.h"
 #include "controller/controller-interaction.h"
 #include "controller/controller.h"
 
@@ -207,7 +207,7 @@ int controller_interaction_ask(struct controller *c, uint64_t origin_client_id, 
 	r = -ENOMEM;
 	if (!req)
 		goto fail;
-	r = event_add_timer(c->loop,
+	r = event_add_timer(c->host.loop,
 			    (uint64_t)(timeout_ms ? timeout_ms : INTERACTION_TIMEOUT_DEFAULT_MS) *
 				    1000ULL,
 			    false, on_timer, it, &it->timer);
@@ -348,68 +348,3 @@ void controller_interactions_free(struct controller *c)
 		interaction_free(it);
 	}
 }
-
-#ifdef CORDON_TEST_HOOKS
-/*
- * test.interaction (only in the test build of the controller, tests/helpers/): ask the calling
- * client itself; the reply says how the interaction ended. For secret-input the answer is
- * reported without its value.
- */
-struct test_req {
-	struct controller *ctl;
-	uint64_t client_id;
-	json_t *id;
-};
-
-static void test_done(int r, json_t *answer, void *ud)
-{
-	struct test_req *tr = ud;
-	struct client *cl = controller_client_find(tr->ctl, tr->client_id);
-	_cleanup_json_ json_t *shown = answer ? json_deep_copy(answer) : NULL;
-
-	if (shown && json_object_get(shown, "configured"))
-		(void)json_object_del(shown, "value"); /* secret-input: never shown */
-	if (cl)
-		(void)client_reply(cl, tr->id,
-				   json_pack("{s:i,s:s,s:O?,s:O?}", "r", r, "error",
-					     r < 0 ? strerror(-r) : "", "answer", shown, "value",
-					     answer && !json_object_get(answer, "configured")
-						     ? json_object_get(answer, "value")
-						     : NULL));
-	json_decref(tr->id);
-	free(tr);
-}
-
-int method_test_interaction(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
-{
-	_cleanup_json_ json_t *p = json_deep_copy(params);
-	struct test_req *tr;
-	const char *kind = json_string_value(json_object_get(params, "kind"));
-	unsigned timeout = (unsigned)json_integer_value(json_object_get(params, "timeoutMs"));
-	uint64_t target = cl->id;
-	int r;
-
-	if (!p)
-		return -ENOMEM;
-	if (json_is_integer(json_object_get(params, "clientOffset")))
-		target += (uint64_t)json_integer_value(json_object_get(params, "clientOffset"));
-	(void)json_object_del(p, "kind");
-	(void)json_object_del(p, "timeoutMs");
-	(void)json_object_del(p, "clientOffset");
-	tr = calloc(1, sizeof(*tr));
-	if (!tr)
-		return -ENOMEM;
-	tr->ctl = cl->ctl;
-	tr->client_id = cl->id;
-	tr->id = json_incref(id);
-	r = controller_interaction_ask(cl->ctl, target, kind, p, timeout, test_done, tr);
-	if (r < 0) {
-		json_decref(tr->id);
-		free(tr);
-		return client_reply(cl, id,
-				    json_pack("{s:i,s:s,s:b}", "r", r, "error", strerror(-r),
-					      "refused", true));
-	}
-	return 0;
-}
-#endif

@@ -62,8 +62,3 @@ void controller_interaction_response(struct client *cl, json_t *id, json_t *resu
 void controller_interactions_client_gone(struct controller *c, struct client *cl);
 /* Shutdown: drop every outstanding interaction without calling back. */
 void controller_interactions_free(struct controller *c);
-
-#ifdef CORDON_TEST_HOOKS
-/* test.interaction: the test build's way to raise an interaction on the calling client. */
-int method_test_interaction(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
-#endif

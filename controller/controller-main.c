@@ -25,7 +25,7 @@
 #include "common/paths.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/backend-state.h"
+#include "backends/backend-state.h"
 #include "controller/controller-interaction.h"
 #include "controller/controller.h"
 
@@ -50,8 +50,8 @@ static int on_signal(struct event_source *s, int fd, uint32_t revents, void *use
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return 0;
 	log_info("signal %u: stopping", si.ssi_signo);
-	c->exiting = true;
-	event_loop_exit(c->loop, 0);
+	c->host.exiting = true;
+	event_loop_exit(c->host.loop, 0);
 	return 0;
 }
 
@@ -61,7 +61,7 @@ static int on_idle_check(struct event_source *s, void *userdata)
 
 	if (!c->clients && controller_processes_idle(c)) {
 		log_info("idle: exiting");
-		event_loop_exit(c->loop, 0);
+		event_loop_exit(c->host.loop, 0);
 	}
 	return 0;
 }
@@ -78,6 +78,65 @@ static unsigned long long read_mem_total(void)
 	if (!p || sscanf(p, "MemTotal: %llu kB", &kb) != 1)
 		return 0;
 	return kb * 1024ULL;
+}
+
+/* ------------------------------------------------------------------------- upcalls */
+
+/* What backends may ask of the core (struct backend_host). */
+static void up_exited(struct backend_host *h, struct backend_instance *bi, const char *sandbox,
+		      json_t *exit)
+{
+	controller_process_exited_on(controller_of(h), bi, sandbox, exit);
+}
+
+static void up_lost(struct backend_host *h, struct backend_instance *bi)
+{
+	struct controller *c = controller_of(h);
+
+	controller_event(c, "backend-lost", json_pack("{s:s}", "launcher", bi->name));
+	controller_processes_instance_lost(c, bi);
+	controller_backend_lost(c, bi);
+}
+
+static void up_event(struct backend_host *h, const char *type, json_t *fields)
+{
+	controller_event(controller_of(h), type, fields);
+}
+
+static int up_ask(struct backend_host *h, uint64_t origin, const char *kind, json_t *params,
+		  unsigned timeout_ms, void (*cb)(int r, json_t *answer, void *ud), void *ud)
+{
+	return controller_interaction_ask(controller_of(h), origin, kind, params, timeout_ms, cb,
+					  ud);
+}
+
+static int up_compile(struct backend_host *h, json_t *patch, char **argv, char **envp,
+		      const char *cwd, json_t *hello, struct compiled_plan **ret,
+		      struct field_error *fe)
+{
+	return controller_compile_default(controller_of(h), patch, argv, envp, cwd, hello, ret, fe);
+}
+
+static json_t *up_launcher_hello(struct backend_host *h)
+{
+	return controller_launcher_hello(controller_of(h));
+}
+
+/* The providers: built-ins, the packs', and what this build adds (controller-providers.c). */
+static int providers_open(struct controller *c)
+{
+	int r = controller_provider_add(c, &backend_builtin_provider);
+
+	if (r < 0)
+		return r;
+	/* Before the saved selection is read: it may be one of a pack's backends. */
+	(void)controller_packs_open(c);
+	for (size_t i = 0; controller_extra_providers[i]; i++) {
+		r = controller_provider_add(c, controller_extra_providers[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 /* One controller per user: an exclusive lock next to the socket. */
@@ -115,7 +174,18 @@ int main(int argc, char **argv)
 					      { "ready-fd", required_argument, NULL, 'r' },
 					      { "help", no_argument, NULL, 'h' },
 					      {} };
-	struct controller ctl = { .listen_fd = -1, .events_log_fd = -1 };
+	struct controller ctl = {
+		.host = {
+			.exited = up_exited,
+			.lost = up_lost,
+			.event = up_event,
+			.ask = up_ask,
+			.compile = up_compile,
+			.launcher_hello = up_launcher_hello,
+		},
+		.listen_fd = -1,
+		.events_log_fd = -1,
+	};
 	_cleanup_free_ char *socket_path = NULL;
 	_cleanup_close_ int lock_fd = -1, sfd = -1;
 	const char *socket_opt = NULL;
@@ -153,16 +223,16 @@ int main(int argc, char **argv)
 	/* The controller holds the user's secrets: no core dumps, no ptrace by other processes. */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	umask(0077);
-	ctl.uid = geteuid();
-	ctl.gid = getegid();
+	ctl.host.uid = geteuid();
+	ctl.host.gid = getegid();
 	if (getuid() != geteuid()) {
 		log_error("refusing to run setuid (real uid %u, effective uid %u)",
 			  (unsigned)getuid(), (unsigned)geteuid());
 		return 1;
 	}
-	pw = getpwuid(ctl.uid);
-	ctl.home = strdup(pw && path_is_absolute(pw->pw_dir) ? pw->pw_dir : "/");
-	ctl.mem_total = read_mem_total();
+	pw = getpwuid(ctl.host.uid);
+	ctl.host.home = strdup(pw && path_is_absolute(pw->pw_dir) ? pw->pw_dir : "/");
+	ctl.host.mem_total = read_mem_total();
 
 	if (socket_opt) {
 		socket_path = strdup(socket_opt);
@@ -199,7 +269,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	r = event_loop_new(&ctl.loop);
+	r = event_loop_new(&ctl.host.loop);
 	if (r < 0)
 		return 1;
 	sigemptyset(&mask);
@@ -209,7 +279,7 @@ int main(int argc, char **argv)
 	(void)sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0 || event_add_io(ctl.loop, sfd, EPOLLIN, on_signal, &ctl, &sig_src) < 0)
+	if (sfd < 0 || event_add_io(ctl.host.loop, sfd, EPOLLIN, on_signal, &ctl, &sig_src) < 0)
 		return log_error_errno(errno, "signalfd: %m"), 1;
 
 	/* What a write interrupted by a crash left behind; before the writer thread runs. */
@@ -221,6 +291,9 @@ int main(int argc, char **argv)
 	r = controller_events_open(&ctl);
 	if (r < 0 && r != -EACCES && r != -EROFS)
 		return 1;
+	r = providers_open(&ctl);
+	if (r < 0)
+		return log_error_errno(r, "cannot register the backend providers: %m"), 1;
 	r = controller_backends_start(&ctl);
 	if (r < 0)
 		return log_error_errno(r, "no confining launcher is available: %m"), 1;
@@ -228,8 +301,8 @@ int main(int argc, char **argv)
 	if (r < 0)
 		return log_error_errno(r, "cannot listen on \"%s\": %m", socket_path), 1;
 	ctl.socket_path = TAKE_PTR(socket_path);
-	if (daemon_mode &&
-	    event_add_timer(ctl.loop, IDLE_EXIT_USEC, true, on_idle_check, &ctl, &idle_src) < 0)
+	if (daemon_mode && event_add_timer(ctl.host.loop, IDLE_EXIT_USEC, true, on_idle_check, &ctl,
+					   &idle_src) < 0)
 		return 1;
 
 	log_info("listening on \"%s\" (launcher %s)", ctl.socket_path,
@@ -239,8 +312,8 @@ int main(int argc, char **argv)
 		ready_fd = safe_close(ready_fd);
 	}
 
-	r = event_loop_run(ctl.loop);
-	ctl.exiting = true; /* whichever way the loop ended */
+	r = event_loop_run(ctl.host.loop);
+	ctl.host.exiting = true; /* whichever way the loop ended */
 
 	/* Leave nothing running: processes of ours die with us (detached ones too: there is no
 	 * one left to report their end to). */
@@ -249,6 +322,7 @@ int main(int argc, char **argv)
 	while (ctl.clients)
 		controller_client_free(ctl.clients);
 	controller_backends_stop(&ctl);
+	controller_packs_close(&ctl);
 	controller_interactions_free(&ctl);
 	controller_secrets_close(&ctl);
 	controller_processes_free(&ctl);
@@ -260,9 +334,9 @@ int main(int argc, char **argv)
 	safe_close(ctl.events_log_fd);
 	json_decref(ctl.events_ring);
 	json_decref(ctl.early_exits);
-	event_loop_free(ctl.loop);
+	event_loop_free(ctl.host.loop);
 	free(ctl.socket_path);
 	free(ctl.state_dir);
-	free(ctl.home);
+	free((char *)ctl.host.home);
 	return r < 0 ? 1 : 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Packs in the controller: the store (pack-store.c), the backends of the enabled packs in the
- * registry, and the pack.* methods (docs/PROTOCOL.md §4).
+ * Packs in the controller: the pack provider (backends/pack/: the store and the enabled packs'
+ * backends) in the registry, and the pack.* methods (docs/PROTOCOL.md §4).
  *
  * Disabling or removing a pack whose backend is active — or about to be, by a queued
  * activation — first activates builtin:auto through the normal activation transaction; if that
@@ -17,79 +17,24 @@
 #include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "controller/controller-packs.h"
+#include "backends/pack/pack.h"
 #include "controller/controller.h"
 #include "ipc/ipc-json.h"
 
 int controller_packs_open(struct controller *c)
 {
 	struct field_error fe = { 0 };
-	int r = pack_store_open(c->state_dir, &c->packs, &fe);
+	int r = pack_provider_open(c->state_dir, &c->packs, &fe);
 
 	if (r < 0)
-		log_warning_errno(r, "cannot open the pack store: %s", fe.reason);
-	return r;
+		return log_warning_errno(r, "cannot open the pack store in \"%s/packs\": %s",
+					 c->state_dir, fe.reason);
+	return controller_provider_add(c, &c->packs->provider);
 }
 
 void controller_packs_close(struct controller *c)
 {
-	while (c->pack_backends) {
-		struct pack_backend *pb = c->pack_backends;
-
-		c->pack_backends = pb->next;
-		pack_backend_free(pb);
-	}
-	pack_store_free(c->packs);
-	c->packs = NULL;
-}
-
-/* The ops of an enabled pack's backend, made once per install. */
-static const struct backend_ops *pack_ops(struct controller *c, const struct pack_entry *e,
-					  const struct pack_backend_entry *be)
-{
-	struct pack_backend *pb;
-
-	for (pb = c->pack_backends; pb; pb = pb->next)
-		if (pb->generation == e->generation && streq(pb->pack_id, e->manifest->id) &&
-		    streq(pb->kind, be->kind))
-			return &pb->ops;
-	if (pack_backend_new(c, e, be, &pb) < 0)
-		return NULL;
-	pb->next = c->pack_backends;
-	c->pack_backends = pb;
-	return &pb->ops;
-}
-
-const struct backend_ops *controller_pack_backend_find(struct controller *c, const char *ref)
-{
-	struct backend_ref r;
-	struct pack_entry *e;
-	const struct pack_backend_entry *be;
-
-	if (backend_ref_parse(ref, &r) < 0 || r.source != BACKEND_SOURCE_PACK)
-		return NULL;
-	e = pack_store_find(c->packs, r.pack_id);
-	if (!e || !e->enabled)
-		return NULL;
-	be = pack_manifest_backend(e->manifest, r.kind);
-	return be ? pack_ops(c, e, be) : NULL;
-}
-
-size_t controller_pack_backends(struct controller *c, const struct backend_ops **out, size_t max)
-{
-	size_t n = 0;
-
-	for (struct pack_entry *e = pack_store_first(c->packs); e; e = e->next) {
-		if (!e->enabled)
-			continue;
-		for (size_t i = 0; i < e->manifest->n_backends && n < max; i++) {
-			const struct backend_ops *ops = pack_ops(c, e, &e->manifest->backends[i]);
-
-			if (ops)
-				out[n++] = ops;
-		}
-	}
-	return n;
+	pack_provider_free(TAKE_PTR(c->packs));
 }
 
 /* ------------------------------------------------------------------------- methods */
@@ -132,7 +77,7 @@ int method_pack_install(struct client *cl, json_t *id, json_t *params, int *fds,
 	}
 	if (!c->packs)
 		return reply_no_store(cl, id);
-	r = pack_store_install(c->packs, path, replace, &e, &replaced, &fe);
+	r = pack_store_install(c->packs->store, path, replace, &e, &replaced, &fe);
 	if (r == -ENOMEM)
 		return client_reply_error(cl, id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
 	if (r < 0) {
@@ -171,7 +116,8 @@ int method_pack_list(struct client *cl, json_t *id, json_t *params, int *fds, si
 	if (ipc_json_check_keys(params, keys, "params", &fe) < 0)
 		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
 	list = json_array();
-	for (struct pack_entry *e = pack_store_first(c->packs); e && list; e = e->next)
+	for (struct pack_entry *e = pack_store_first(c->packs ? c->packs->store : NULL); e && list;
+	     e = e->next)
 		json_array_append_new(list, entry_json(c, e));
 	return client_reply(cl, id, json_pack("{s:o}", "packs", list));
 }
@@ -193,7 +139,7 @@ static struct pack_entry *lookup(struct client *cl, json_t *id, json_t *params, 
 		(void)reply_no_store(cl, id);
 		return NULL;
 	}
-	e = pack_store_find(cl->ctl->packs, pack);
+	e = pack_store_find(cl->ctl->packs->store, pack);
 	if (!e) {
 		(void)client_reply_error(cl, id, CORDON_ERR_NOT_FOUND, "no such pack",
 					 json_pack("{s:s}", "id", pack));
@@ -211,7 +157,7 @@ int method_pack_enable(struct client *cl, json_t *id, json_t *params, int *fds, 
 
 	if (!e)
 		return 0;
-	r = pack_store_set_enabled(cl->ctl->packs, pack, true);
+	r = pack_store_set_enabled(cl->ctl->packs->store, pack, true);
 	if (r < 0)
 		return client_reply_error(
 			cl, id, CORDON_ERR_BACKEND, "cannot save the pack record; nothing changed",
@@ -235,14 +181,14 @@ static void pack_op_finish(struct pack_op *op)
 	struct client *cl = controller_client_find(c, op->client_id);
 	int r;
 
-	if (!pack_store_find(c->packs, op->pack)) {
+	if (!c->packs || !pack_store_find(c->packs->store, op->pack)) {
 		if (cl)
 			(void)client_reply_error(cl, op->id, CORDON_ERR_NOT_FOUND, "no such pack",
 						 json_pack("{s:s}", "id", op->pack));
 		return;
 	}
-	r = op->remove ? pack_store_remove(c->packs, op->pack)
-		       : pack_store_set_enabled(c->packs, op->pack, false);
+	r = op->remove ? pack_store_remove(c->packs->store, op->pack)
+		       : pack_store_set_enabled(c->packs->store, op->pack, false);
 	if (r < 0) {
 		if (cl)
 			(void)client_reply_error(

@@ -107,7 +107,7 @@ int controller_persist_start(struct controller *c)
 	w.ctl = c;
 	if (pipe2(w.notify, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -errno;
-	r = event_add_io(c->loop, w.notify[0], EPOLLIN, on_done, NULL, &w.src);
+	r = event_add_io(c->host.loop, w.notify[0], EPOLLIN, on_done, NULL, &w.src);
 	if (r < 0)
 		return r;
 	r = -pthread_create(&t, NULL, writer, NULL);

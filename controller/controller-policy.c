@@ -16,9 +16,9 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/controller-backend.h"
+#include "backends/backend.h"
 #include "controller/controller.h"
-#include "controller/proxy.h"
+#include "proxy/proxy.h"
 #include "ipc/ipc-json.h"
 #include "policy/policy-compile.h"
 #include "policy/policy-default.h"
@@ -192,7 +192,7 @@ static int request_ctx_args(struct controller *c, json_t *params, bool need_argv
 	if (r < 0)
 		return r;
 	if (!rc->caller_cwd)
-		rc->caller_cwd = c->home;
+		rc->caller_cwd = c->host.home;
 	if (!path_is_normalized(rc->caller_cwd))
 		return field_error_set(fe, -EINVAL, "params", "callerCwd",
 				       "not a normalized absolute path");
@@ -201,10 +201,10 @@ static int request_ctx_args(struct controller *c, json_t *params, bool need_argv
 		.argv = rc->argv ? rc->argv : no_argv,
 		.envp = rc->envp,
 		.cwd = rc->caller_cwd,
-		.home = c->home,
-		.uid = c->uid,
-		.gid = c->gid,
-		.mem_total = c->mem_total,
+		.home = c->host.home,
+		.uid = c->host.uid,
+		.gid = c->host.gid,
+		.mem_total = c->host.mem_total,
 	};
 	return 0;
 }
@@ -291,6 +291,46 @@ static int request_ctx_init(struct controller *c, json_t *params, bool need_argv
 	return 0;
 }
 
+int controller_compile_default(struct controller *c, json_t *patch, char **argv, char **envp,
+			       const char *cwd, json_t *hello, struct compiled_plan **ret,
+			       struct field_error *fe)
+{
+	_cleanup_json_ json_t *params = NULL, *doc = NULL;
+	_cleanup_(policy_freep) struct policy *policy = NULL;
+	json_t *pass = json_object_get(json_object_get(patch, "env"), "pass");
+	struct compile_ctx ctx = {
+		.argv = argv,
+		.envp = envp,
+		.cwd = cwd,
+		.home = c->host.home,
+		.uid = c->host.uid,
+		.gid = c->host.gid,
+		.mem_total = c->host.mem_total,
+	};
+	int r;
+
+	params = json_pack("{s:O}", "policyPatch", patch);
+	if (!params)
+		return -ENOMEM;
+	r = controller_request_policy(c, params, &doc, fe);
+	if (r < 0)
+		return r;
+	/* A patch's env.pass replaces the default's allowlist instead of extending it. */
+	if (pass)
+		(void)json_object_set_new(json_object_get(doc, "env"), "pass",
+					  json_deep_copy(pass));
+	r = policy_parse_json(doc, &policy, fe);
+	if (r < 0)
+		return r;
+	r = policy_host_caps_from_hello(hello, &ctx.caps, fe);
+	if (r < 0)
+		return r;
+	r = policy_resolve(policy, &ctx, fe);
+	if (r < 0)
+		return r;
+	return policy_compile(policy, &ctx, ret, fe);
+}
+
 int controller_request_policy_parsed(struct controller *c, json_t *params, json_t **ret_doc,
 				     struct policy **ret_policy, struct field_error *fe)
 {
@@ -345,7 +385,7 @@ static char *plan_cache_key(struct controller *c, json_t *params)
 	json_t *cwd = json_object_get(params, "callerCwd"),
 	       *sandbox = json_object_get(params, "sandbox");
 	_cleanup_free_ char *g = NULL, *pt = NULL;
-	const char *cw = cwd ? json_string_value(cwd) : c->home;
+	const char *cw = cwd ? json_string_value(cwd) : c->host.home;
 
 	/* A released sandbox (ids are never reused) takes the full path, which says so. */
 	if (!cw || (sandbox && (!json_is_string(sandbox) ||

@@ -21,9 +21,9 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/controller-backend.h"
+#include "backends/backend.h"
 #include "controller/controller.h"
-#include "controller/proxy.h"
+#include "proxy/proxy.h"
 #include "ipc/ipc-json.h"
 #include "policy/policy-hostexec.h"
 
@@ -460,7 +460,7 @@ static int capture_start(struct capture *cap)
 	r = fd_set_nonblock(cap->fd, true);
 	if (r < 0)
 		return r;
-	return event_add_io(cap->p->ctl->loop, cap->fd, EPOLLIN, on_capture, cap, &cap->src);
+	return event_add_io(cap->p->ctl->host.loop, cap->fd, EPOLLIN, on_capture, cap, &cap->src);
 }
 
 /* A pseudo-terminal pair: the master stays with us, the slave becomes the process's stdio. */
@@ -940,8 +940,8 @@ static void on_spawned(struct backend_instance *bi, const char *sandbox, int pid
 	p->pid = pid;
 	if (proxy_fd >= 0 && p->proxy_rules) {
 		/* Serve the listener launcherd made inside the sandbox's netns. */
-		int r = proxy_listener_new(c->loop, proxy_fd, p->proxy_rules, NULL, on_net_event, p,
-					   &p->proxy);
+		int r = proxy_listener_new(c->host.loop, proxy_fd, p->proxy_rules, NULL,
+					   on_net_event, p, &p->proxy);
 
 		if (r < 0)
 			log_warning_errno(r, "cannot serve the proxy of %s: %m", p->id);
@@ -1183,7 +1183,7 @@ int method_process_write(struct client *cl, json_t *id, json_t *params, int *fds
 	p->in_len += len;
 	r = stdin_flush(p);
 	if (r == -EAGAIN && !p->in_src)
-		r = event_add_io(cl->ctl->loop, p->stdin_fd, EPOLLOUT, on_stdin_writable, p,
+		r = event_add_io(cl->ctl->host.loop, p->stdin_fd, EPOLLOUT, on_stdin_writable, p,
 				 &p->in_src);
 	if (r < 0 && r != -EAGAIN) {
 		stdin_close(p);

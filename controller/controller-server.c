@@ -21,13 +21,7 @@
 #include "controller/controller.h"
 #include "ipc/ipc-peer.h"
 
-/* A client whose unread replies exceed this is dropped rather than buffered without bound. */
-#define CLIENT_QUEUE_MAX (64U * 1024U * 1024U)
-
-static const struct method {
-	const char *name;
-	method_fn fn;
-} methods[] = {
+static const struct controller_method methods[] = {
 	{ "process.exec", method_process_exec },
 	{ "process.spawn", method_process_spawn },
 	{ "process.write", method_process_write },
@@ -55,18 +49,17 @@ static const struct method {
 	{ "backend.settings.set", method_backend_settings_set },
 	{ "secret.set", method_secret_set },
 	{ "secret.clear", method_secret_clear },
-#ifdef CORDON_TEST_HOOKS
-	{ "test.interaction", method_test_interaction },
-#endif
 };
 
-static int client_update_events(struct client *cl)
+static method_fn method_find(const char *name)
 {
-	uint32_t ev = EPOLLIN | EPOLLRDHUP;
-
-	if (jsonrpc_conn_queued_bytes(cl->conn) > 0)
-		ev |= EPOLLOUT;
-	return event_source_set_events(cl->src, ev);
+	for (size_t i = 0; i < ELEMENTSOF(methods); i++)
+		if (streq(methods[i].name, name))
+			return methods[i].fn;
+	for (size_t i = 0; controller_extra_methods[i].name; i++)
+		if (streq(controller_extra_methods[i].name, name))
+			return controller_extra_methods[i].fn;
+	return NULL;
 }
 
 void controller_client_free(struct client *cl)
@@ -89,73 +82,15 @@ void controller_client_free(struct client *cl)
 	free(cl);
 }
 
-struct client *controller_client_find(struct controller *c, uint64_t id)
-{
-	for (struct client *k = c->clients; k; k = k->next)
-		if (k->id == id)
-			return k;
-	return NULL;
-}
-
-int client_send(struct client *cl, json_t *msg, const int *fds, size_t n_fds)
-{
-	int r;
-
-	if (!msg)
-		return -ENOMEM;
-	if (cl->closing)
-		return -ECONNRESET;
-	r = jsonrpc_conn_send(cl->conn, msg, fds, n_fds);
-	if (r == -EAGAIN) {
-		if (jsonrpc_conn_queued_bytes(cl->conn) > CLIENT_QUEUE_MAX) {
-			log_warning("client pid %d does not read its replies; dropping it",
-				    (int)cl->pid);
-			cl->closing = true;
-			return -ENOBUFS;
-		}
-		return client_update_events(cl);
-	}
-	if (r < 0) {
-		cl->closing = true;
-		return r;
-	}
-	return 0;
-}
-
-int client_reply(struct client *cl, json_t *id, json_t *result)
-{
-	_cleanup_json_ json_t *m = jsonrpc_result_new(id, result);
-
-	return client_send(cl, m, NULL, 0);
-}
-
-int client_reply_error(struct client *cl, json_t *id, int code, const char *message, json_t *data)
-{
-	_cleanup_json_ json_t *m = jsonrpc_error_new(id, code, message, data);
-
-	return client_send(cl, m, NULL, 0);
-}
-
-int client_reply_field_error(struct client *cl, json_t *id, int code, const struct field_error *fe)
-{
-	_cleanup_json_ json_t *m = jsonrpc_error_field_new(id, code, fe);
-
-	return client_send(cl, m, NULL, 0);
-}
-
-int client_notify(struct client *cl, const char *method, json_t *params)
-{
-	_cleanup_json_ json_t *m = jsonrpc_notification_new(method, params);
-
-	return client_send(cl, m, NULL, 0);
-}
-
 static void dispatch(struct client *cl, json_t *msg, int *fds, size_t n_fds)
 {
 	struct field_error fe = { 0 };
 	enum jsonrpc_kind kind;
+	_cleanup_json_ json_t *p = NULL;
 	const char *method;
 	json_t *id, *params;
+	uint64_t answered;
+	method_fn fn;
 	int r;
 
 	r = jsonrpc_classify(msg, &kind, &method, &id, &params, &fe);
@@ -178,17 +113,24 @@ static void dispatch(struct client *cl, json_t *msg, int *fds, size_t n_fds)
 					 NULL);
 		return;
 	}
-	for (size_t i = 0; i < ELEMENTSOF(methods); i++)
-		if (streq(methods[i].name, method)) {
-			_cleanup_json_ json_t *p = params ? json_incref(params) : json_object();
-
-			r = methods[i].fn(cl, id, p, fds, n_fds);
-			if (r < 0)
-				log_debug_errno(r, "method %s failed: %m", method);
-			return;
-		}
-	(void)client_reply_error(cl, id, JSONRPC_METHOD_NOT_FOUND, "no such method",
-				 json_pack("{s:s}", "method", method));
+	fn = method_find(method);
+	if (!fn) {
+		(void)client_reply_error(cl, id, JSONRPC_METHOD_NOT_FOUND, "no such method",
+					 json_pack("{s:s}", "method", method));
+		return;
+	}
+	answered = cl->n_responses;
+	p = params ? json_incref(params) : json_object();
+	r = p ? fn(cl, id, p, fds, n_fds) : -ENOMEM;
+	if (r >= 0)
+		return;
+	log_debug_errno(r, "method %s failed: %m", method);
+	/* A handler that failed without answering (out of memory, mostly) still gets its client
+	 * an answer: nobody waits for ever. One that keeps id to answer later returns 0. */
+	if (cl->n_responses == answered)
+		(void)client_reply_error(cl, id, JSONRPC_INTERNAL_ERROR, "internal error",
+					 json_pack("{s:s,s:s}", "method", method, "errno",
+						   strerror(-r)));
 }
 
 static int on_client(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -260,9 +202,9 @@ static int on_accept(struct event_source *s, int fd, uint32_t revents, void *use
 		/* Only this user: the socket's directory is 0700 already, this is the second lock. A
 		 * refusal is audited: someone else tried to drive this user's sandboxes. */
 		r = ipc_peer_cred(cfd, &uc);
-		if (r < 0 || uc.uid != c->uid) {
+		if (r < 0 || uc.uid != c->host.uid) {
 			log_warning("refusing a client that is not uid %u (uid %d, pid %d)",
-				    (unsigned)c->uid, r < 0 ? -1 : (int)uc.uid,
+				    (unsigned)c->host.uid, r < 0 ? -1 : (int)uc.uid,
 				    r < 0 ? -1 : (int)uc.pid);
 			controller_event(c, "client-refused",
 					 json_pack("{s:i,s:i,s:s}", "uid", r < 0 ? -1 : (int)uc.uid,
@@ -283,7 +225,7 @@ static int on_accept(struct event_source *s, int fd, uint32_t revents, void *use
 			free(cl);
 			return r;
 		}
-		r = event_add_io(c->loop, jsonrpc_conn_fd(cl->conn), EPOLLIN | EPOLLRDHUP,
+		r = event_add_io(c->host.loop, jsonrpc_conn_fd(cl->conn), EPOLLIN | EPOLLRDHUP,
 				 on_client, cl, &cl->src);
 		if (r < 0) {
 			jsonrpc_conn_free(cl->conn);
@@ -317,7 +259,7 @@ int controller_listen(struct controller *c, const char *path)
 		return -errno;
 	if (listen(fd, 128) < 0)
 		return -errno;
-	r = event_add_io(c->loop, fd, EPOLLIN, on_accept, c, &c->listen_src);
+	r = event_add_io(c->host.loop, fd, EPOLLIN, on_accept, c, &c->listen_src);
 	if (r < 0)
 		return r;
 	c->listen_fd = TAKE_FD(fd);

@@ -3,7 +3,7 @@
  * Backend settings and secrets for clients (SPEC §4, docs/PROTOCOL.md): backend.settings.get,
  * backend.settings.set, secret.set, secret.clear.
  *
- * - Settings are validated against the backend's descriptor (controller/backend-settings.c),
+ * - Settings are validated against the backend's descriptor (backends/backend-settings.c),
  *   merged over what is stored, and stored under the source-qualified reference.
  * - A settings change of the *active* backend is an activation (SPEC §5): the new settings are
  *   configured, prepared and probed in a new instance while the current one keeps serving, and
@@ -27,64 +27,11 @@
 #include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "controller/backend-descriptor.h"
-#include "controller/backend-secrets.h"
-#include "controller/backend-settings.h"
-#include "controller/controller-backend.h"
+#include "backends/backend-descriptor.h"
+#include "backends/backend-secrets.h"
+#include "backends/backend-settings.h"
+#include "backends/backend.h"
 #include "controller/controller.h"
-
-int controller_secrets(struct controller *c, struct backend_secrets **ret)
-{
-	_cleanup_free_ char *aside = NULL;
-	struct field_error fe = { 0 };
-	int r;
-
-	if (!c->secrets) {
-		if (!c->state_dir)
-			return -ENODEV;
-		r = backend_secrets_open(c->state_dir, &c->secrets, &aside, &fe);
-		if (r < 0)
-			return log_warning_errno(r, "cannot open the secret store in \"%s\": %s",
-						 c->state_dir, fe.reason);
-		if (aside)
-			log_warning("the secret store was corrupt (%s); kept aside as \"%s\"",
-				    fe.reason, aside);
-	}
-	*ret = c->secrets;
-	return 0;
-}
-
-void controller_secrets_close(struct controller *c)
-{
-	backend_secrets_free(c->secrets); /* wipes the key */
-	c->secrets = NULL;
-}
-
-/* The backend named by ref (text) and its parsed descriptor; errors name params.backend. */
-static int backend_lookup(struct controller *c, const char *ref_text, struct backend_ref *ret_ref,
-			  struct backend_descriptor **ret_d, struct field_error *fe)
-{
-	const struct backend_ops *ops;
-	_cleanup_json_ json_t *desc = NULL;
-	int r;
-
-	if (backend_ref_parse(ref_text, ret_ref) < 0)
-		return field_error_set(fe, -EINVAL, "params.backend", NULL,
-				       "not a backend reference (builtin:KIND or pack:ID:KIND)");
-	ops = controller_backend_find(c, ref_text);
-	if (!ops)
-		return field_error_set(fe, -ENOENT, "params.backend", NULL, "no such backend");
-	desc = ops->descriptor ? ops->descriptor(ops) : NULL;
-	if (!desc)
-		return -ENOMEM;
-	r = backend_descriptor_from_json(
-		desc, streq(ops->source, "builtin") ? BACKEND_DESCRIPTOR_BUILTIN : 0, "descriptor",
-		ret_d, fe);
-	if (r < 0)
-		return field_error_set(fe, -EINVAL, "params.backend", NULL,
-				       "the backend's descriptor is invalid");
-	return 0;
-}
 
 static int reply_lookup_error(struct client *cl, json_t *id, int r, const struct field_error *fe)
 {
@@ -92,30 +39,6 @@ static int reply_lookup_error(struct client *cl, json_t *id, int r, const struct
 		return client_reply_error(cl, id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
 	return client_reply_field_error(
 		cl, id, r == -ENOENT ? CORDON_ERR_NOT_FOUND : JSONRPC_INVALID_PARAMS, fe);
-}
-
-int controller_backend_secret_field(struct controller *c, const char *ref, const char *field,
-				    struct field_error *fe)
-{
-	_cleanup_backend_descriptor_ struct backend_descriptor *d = NULL;
-	const struct backend_field *f;
-	struct backend_ref r_;
-	int r;
-
-	r = backend_lookup(c, ref, &r_, &d, fe);
-	if (r < 0)
-		return r;
-	f = backend_descriptor_field(d, field);
-	if (!f)
-		return field_error_set(fe, -EINVAL, "params.field", NULL,
-				       "the backend has no setting \"%s\"",
-				       backend_field_id_is_valid(field) ? field : "?");
-	if (f->type != BACKEND_FIELD_SECRET)
-		return field_error_set(fe, -EINVAL, "params.field", NULL,
-				       "\"%s\" is a %s setting, not a secret "
-				       "(use cordon backend settings --set)",
-				       field, backend_field_type_to_string(f->type));
-	return 0;
 }
 
 struct configured_query {
@@ -205,7 +128,7 @@ int method_backend_settings_get(struct client *cl, json_t *id, json_t *params, i
 	if (ipc_json_check_keys(params, keys, "params", &fe) < 0 ||
 	    controller_backend_ref_param(params, &ref, text, sizeof(text), &fe) < 0)
 		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
-	r = backend_lookup(c, text, &ref, &d, &fe);
+	r = controller_backend_lookup(c, text, &ref, &d, &fe);
 	if (r < 0)
 		return reply_lookup_error(cl, id, r, &fe);
 	if (c->settings)
@@ -268,7 +191,7 @@ static int reply_view(struct client *cl, json_t *id, const char *ref_text)
 	struct backend_ref ref;
 	int r;
 
-	r = backend_lookup(cl->ctl, ref_text, &ref, &d, &fe);
+	r = controller_backend_lookup(cl->ctl, ref_text, &ref, &d, &fe);
 	if (r < 0)
 		return reply_lookup_error(cl, id, r, &fe);
 	if (cl->ctl->settings)
@@ -366,7 +289,7 @@ int method_backend_settings_set(struct client *cl, json_t *id, json_t *params, i
 	    controller_backend_ref_param(params, &ref, text, sizeof(text), &fe) < 0 ||
 	    ipc_json_get_object(params, "settings", true, "params", &candidate, &fe) < 0)
 		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
-	r = backend_lookup(c, text, &ref, &d, &fe);
+	r = controller_backend_lookup(c, text, &ref, &d, &fe);
 	if (r < 0) {
 		wipe_strings(candidate); /* which ones are secrets is unknown: all of them */
 		return reply_lookup_error(cl, id, r, &fe);
@@ -483,14 +406,6 @@ static int reply_secret_error(struct client *cl, json_t *id, int r, const struct
 				  fe->reason[0] ? fe->reason : "the secret store is not available",
 				  json_pack("{s:s,s:s}", "step", "secret-store", "errno",
 					    strerror(-r)));
-}
-
-void controller_secret_event(struct controller *c, const char *ref, const char *field,
-			     const char *action, bool changed)
-{
-	controller_event(c, "settings.changed",
-			 json_pack("{s:s,s:[s],s:b,s:s,s:b}", "backend", ref, "fields", field,
-				   "secret", true, "action", action, "changed", changed));
 }
 
 int method_secret_set(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include <jansson.h>
 
+#include "backends/backend.h"
 #include "common/event.h"
 #include "ipc/ipc-jsonrpc.h"
 
@@ -26,6 +28,7 @@ struct client {
 	struct jsonrpc_conn *conn;
 	struct event_source *src;
 	uint64_t id; /* unique for the controller's life, never reused (controller_client_find) */
+	uint64_t n_responses; /* responses sent (controller-client.c) */
 	uid_t uid;
 	pid_t pid;
 	bool subscribed; /* events.subscribe with follow */
@@ -33,10 +36,8 @@ struct client {
 };
 
 struct controller {
-	struct event_loop *loop;
-	uid_t uid;
-	gid_t gid;
-	char *home;
+	/* What backends see of the core: the loop, the user, the upcalls (controller-main.c). */
+	struct backend_host host;
 	int listen_fd;
 	char *socket_path;
 	struct event_source *listen_src;
@@ -53,22 +54,25 @@ struct controller {
 	json_t *early_exits;			 /* exit reports that overtook their spawn answer */
 	char *state_dir;
 	int events_log_fd;
-	json_t *events_ring; /* recent events, newest last */
-	unsigned long long mem_total;
-	bool exiting;
-	uint64_t next_client_id;	    /* controller-server.c */
-	struct interaction *interactions;   /* host interactions waiting for an answer */
-	struct backend_secrets *secrets;    /* opened on first use (controller-settings.c) */
-	struct pack_store *packs;	    /* installed packs (pack-store.c) */
-	struct pack_backend *pack_backends; /* their backends' ops (controller-backend-pack.c) */
+	json_t *events_ring;		  /* recent events, newest last */
+	uint64_t next_client_id;	  /* controller-server.c */
+	struct interaction *interactions; /* host interactions waiting for an answer */
+	struct backend_secrets *secrets;  /* opened on first use (controller-settings.c) */
+	struct pack_provider *packs;	  /* installed packs and their backends (backends/pack/) */
+	/* Where backends are found (controller-registry.c), NULL-terminated. */
+	const struct backend_provider *providers[8];
 	struct slot_waiter *slot_waiters; /* waiting for an active instance (controller-backend.c) */
 	bool slot_persist;	       /* its re-activation saves builtin:auto as the selection */
 	struct parked_request *parked; /* spawns waiting for it (controller-process.c) */
 };
 
-/* controller-server.c */
+/* controller-server.c: the socket, the method table, a client's end. */
 int controller_listen(struct controller *c, const char *path);
 void controller_client_free(struct client *cl);
+
+/* controller-client.c: talking to a client. */
+/* Watch the client's socket for writability while replies are queued. */
+int client_update_events(struct client *cl);
 /* Send a message to a client; a client that cannot keep up (bounded queue) is dropped. */
 int client_send(struct client *cl, json_t *msg, const int *fds, size_t n_fds);
 int client_reply(struct client *cl, json_t *id, json_t *result);
@@ -82,6 +86,13 @@ struct client *controller_client_find(struct controller *c, uint64_t id);
 /* A method handler. It answers with client_reply*() now or later (it may keep id). fds are the
  * request's fds: the handler takes the ones it uses (sets them to -1); the rest are closed. */
 typedef int (*method_fn)(struct client *cl, json_t *id, json_t *params, int *fds, size_t n_fds);
+struct controller_method {
+	const char *name;
+	method_fn fn;
+};
+/* The methods a build adds to the table, ending with {NULL} (controller-providers.c, or the
+ * test build's). */
+extern const struct controller_method controller_extra_methods[];
 
 /* controller-events.c */
 int controller_events_open(struct controller *c);
@@ -132,12 +143,12 @@ void controller_sandboxes_free(struct controller *c);
 int method_policy_check(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 
-/* controller-settings.c: backend settings and secrets (SPEC §4). */
+/* controller-settings.c: the backend settings and secret methods. */
 int method_backend_settings_get(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_backend_settings_set(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_secret_set(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_secret_clear(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
-/* The secret store, opened on first use in the state directory; -errno when it cannot be. */
+/* controller-secrets.c: the secret store, opened on first use in the state directory; -errno when it cannot be. */
 int controller_secrets(struct controller *c, struct backend_secrets **ret);
 /* 0 when ref is a known backend whose descriptor has field as a secret; else -ENOENT/-EINVAL
  * with fe naming "backend" or "field". */
@@ -180,6 +191,12 @@ int controller_compile_request(struct controller *c, json_t *params, struct ctl_
 struct policy;
 int controller_request_policy_parsed(struct controller *c, json_t *params, json_t **ret_doc,
 				     struct policy **ret_policy, struct field_error *fe);
+/* The embedded default with patch merged on top (a patch's env.pass replaces the default's),
+ * compiled for argv/envp/cwd and a launcher's hello: the core's compile upcall. */
+struct compiled_plan;
+int controller_compile_default(struct controller *c, json_t *patch, char **argv, char **envp,
+			       const char *cwd, json_t *hello, struct compiled_plan **ret,
+			       struct field_error *fe);
 /* The policy document of a request (default + patch), for check/explain. */
 int controller_request_policy(struct controller *c, json_t *params, json_t **ret,
 			      struct field_error *fe);
@@ -205,7 +222,6 @@ int controller_backend_activate_for(struct controller *c, uint64_t origin_client
 				    void *ud);
 int controller_backends_start(struct controller *c);
 void controller_backends_stop(struct controller *c);
-const struct backend_ops *controller_backend_find(struct controller *c, const char *ref);
 int controller_backend_validate_settings(struct controller *c, const struct backend_ops *ops,
 					 const char *ref, json_t *settings, struct field_error *fe);
 /* Step 6 of an activation: cb(c, r, ud) from the loop once the settings and the selection are on
@@ -236,10 +252,34 @@ void controller_processes_instance_lost(struct controller *c, struct backend_ins
 typedef void (*backend_await_cb)(struct controller *c, int r, const char *message, void *ud);
 int controller_backend_await(struct controller *c, backend_await_cb cb, void *ud);
 void controller_backend_await_cancel(struct controller *c, void *ud);
-/* Packs (controller-packs.c): the installed packs, their backends, the pack.* methods. */
-const struct backend_ops *controller_pack_backend_find(struct controller *c, const char *ref);
-/* The backends of the enabled packs, at most max into out; returns how many. */
-size_t controller_pack_backends(struct controller *c, const struct backend_ops **out, size_t max);
+/*
+ * The backend a client method names: params.backend, in the text form ("builtin:auto") or the
+ * object form backend.list returns ({"source":"pack","packId":ID,"kind":KIND}). ret gets it,
+ * text (BACKEND_REF_TEXT_MAX bytes) its canonical text form. -EINVAL with fe naming the field
+ * ("params.backend", "params.backend.kind", …). Every method taking a backend parses it here.
+ */
+struct backend_ref;
+int controller_backend_ref_param(json_t *params, struct backend_ref *ret, char *text, size_t size,
+				 struct field_error *fe);
+
+/* Exit reports from any instance land here (controller-process.c). */
+void controller_process_exited_on(struct controller *c, struct backend_instance *bi,
+				  const char *sandbox, json_t *exit);
+
+/* controller-registry.c: backends are found through the providers only. */
+/* The providers a build adds, NULL-terminated (controller-providers.c, or the test build's). */
+extern const struct backend_provider *const controller_extra_providers[];
+int controller_provider_add(struct controller *c, const struct backend_provider *p);
+/* The backend ref (text form) names, or NULL. */
+const struct backend_ops *controller_backend_find(struct controller *c, const char *ref);
+/* The same, with its parsed descriptor; -EINVAL/-ENOENT with fe naming params.backend. */
+struct backend_descriptor;
+int controller_backend_lookup(struct controller *c, const char *ref_text,
+			      struct backend_ref *ret_ref, struct backend_descriptor **ret_d,
+			      struct field_error *fe);
+/* Every provider's backends, at most max into out; returns how many. */
+size_t controller_backends_list(struct controller *c, const struct backend_ops **out, size_t max);
+/* Packs (controller-packs.c): the installed packs and the pack.* methods. */
 int controller_packs_open(struct controller *c);
 void controller_packs_close(struct controller *c);
 int method_pack_install(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
@@ -253,3 +293,9 @@ int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *
 json_t *controller_launcher_hello(struct controller *c);
 /* Which launcher instance serves new processes, e.g. "builtin:auto#1". */
 const char *controller_launcher_name(struct controller *c);
+
+/* The controller a backend_host belongs to. */
+static inline struct controller *controller_of(struct backend_host *h)
+{
+	return (struct controller *)((char *)h - offsetof(struct controller, host));
+}

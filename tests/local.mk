@@ -164,3 +164,8 @@ clean-fuzz-campaigns:
 EXTRA_DIST += \
 	%reldir%/fuzz/fuzz.h \
 	%reldir%/fuzz/corpus
+
+## The layering: nothing under backends/ includes a controller header or calls into the core,
+## and controller/ has no dependency cycle (checked on the objects of this build).
+TESTS += %reldir%/layering/run.sh
+EXTRA_DIST += %reldir%/layering/run.sh %reldir%/layering/layering.py

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/json-cleanup.h"
-#include "controller/backend-descriptor.h"
+#include "backends/backend-descriptor.h"
 #include "tests/fuzz/fuzz.h"
 
 static void check_descriptor(const uint8_t *data, size_t size, unsigned flags)

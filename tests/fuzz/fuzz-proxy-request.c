@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The proxy's request parsers (controller/proxy-request.c) on arbitrary bytes: the HTTP request
+ * The proxy's request parsers (proxy/proxy-request.c) on arbitrary bytes: the HTTP request
  * head (CONNECT authority, absolute URI, headers) with the real head limit and a small one, the
  * SOCKS5 greeting, the SOCKS5 request on its own and after a greeting. Every host a parser
  * accepts then goes through the rules (proxy_rules_check(), which canonicalizes it) as the
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "controller/proxy.h"
+#include "proxy/proxy.h"
 #include "tests/fuzz/fuzz.h"
 
 #define check(expr)              \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * builtin:test — compiled only into the test build of the controller (CORDON_TEST_HOOKS,
+ * builtin:test — a provider of its own, linked only into the test build of the controller (CORDON_TEST_HOOKS,
  * tests/helpers/cordon-controller-test), never into cordon-controller. A descriptor with one
  * field of every type, so the settings and secret methods can be exercised without a pack:
  *   region (string, required, no default), count (number, default 1), verbose (boolean),
@@ -10,6 +10,9 @@
  *   started the activation, and fails unless it gets an answer — a declined confirm too; the
  *   answer of input and choice is reported as a "test-interaction" event).
  * It runs nothing: spawns fail with EOPNOTSUPP.
+ *
+ * The test build's methods too: test.interaction (ask the calling client, report how it ended)
+ * and test.fail (a handler failing without a reply).
  */
 #include "config.h"
 
@@ -19,7 +22,8 @@
 
 #include "common/json-cleanup.h"
 #include "common/util.h"
-#include "controller/controller-backend.h"
+#include "backends/backend-descriptor.h"
+#include "backends/backend.h"
 #include "controller/controller-interaction.h"
 #include "controller/controller.h"
 
@@ -58,8 +62,8 @@ static void test_answered(int r, json_t *answer, void *ud)
 	if (r >= 0 && streq(ta->kind, "confirm") && !json_is_true(v))
 		r = -ECANCELED;
 	if (r >= 0 && (streq(ta->kind, "input") || streq(ta->kind, "choice")))
-		controller_event(ta->bi->ctl, "test-interaction",
-				 json_pack("{s:s,s:O}", "kind", ta->kind, "value", v));
+		ta->bi->host->event(ta->bi->host, "test-interaction",
+				    json_pack("{s:s,s:O}", "kind", ta->kind, "value", v));
 	ta->done(ta->bi, r, r < 0 ? strerror(-r) : NULL, ta->ud);
 	free(ta);
 }
@@ -99,8 +103,7 @@ static void test_configure(struct backend_instance *bi, json_t *settings, json_t
 	(void)snprintf(ta->kind, sizeof(ta->kind), "%s", kind);
 	ta->done = done;
 	ta->ud = ud;
-	r = controller_interaction_ask(bi->ctl, bi->origin_client, kind, params, 20000,
-				       test_answered, ta);
+	r = bi->host->ask(bi->host, bi->origin_client, kind, params, 20000, test_answered, ta);
 	if (r < 0) {
 		free(ta);
 		done(bi, r, "cannot ask the client", ud);
@@ -132,7 +135,7 @@ static void test_free(struct backend_instance *bi)
 {
 }
 
-const struct backend_ops backend_test_ops = {
+static const struct backend_ops backend_test_ops = {
 	.source = "builtin",
 	.kind = "test",
 	.confined = true,
@@ -145,4 +148,105 @@ const struct backend_ops backend_test_ops = {
 	.kill = test_kill,
 	.dispose = test_dispose,
 	.free = test_free,
+};
+
+static const struct backend_ops *test_find(const struct backend_provider *p,
+					   const struct backend_ref *ref)
+{
+	return ref->source == BACKEND_SOURCE_BUILTIN && streq(ref->kind, "test") ? &backend_test_ops
+										 : NULL;
+}
+
+static size_t test_list(const struct backend_provider *p, const struct backend_ops **out,
+			size_t max)
+{
+	/* Not listed: found by its reference only, as before. */
+	return 0;
+}
+
+static const struct backend_provider test_provider = {
+	.source = "builtin",
+	.find = test_find,
+	.list = test_list,
+};
+
+/* ------------------------------------------------------------------------- test methods */
+
+/*
+ * test.interaction (only in the test build of the controller, tests/helpers/): ask the calling
+ * client itself; the reply says how the interaction ended. For secret-input the answer is
+ * reported without its value.
+ */
+struct test_req {
+	struct controller *ctl;
+	uint64_t client_id;
+	json_t *id;
+};
+
+static void test_done(int r, json_t *answer, void *ud)
+{
+	struct test_req *tr = ud;
+	struct client *cl = controller_client_find(tr->ctl, tr->client_id);
+	_cleanup_json_ json_t *shown = answer ? json_deep_copy(answer) : NULL;
+
+	if (shown && json_object_get(shown, "configured"))
+		(void)json_object_del(shown, "value"); /* secret-input: never shown */
+	if (cl)
+		(void)client_reply(cl, tr->id,
+				   json_pack("{s:i,s:s,s:O?,s:O?}", "r", r, "error",
+					     r < 0 ? strerror(-r) : "", "answer", shown, "value",
+					     answer && !json_object_get(answer, "configured")
+						     ? json_object_get(answer, "value")
+						     : NULL));
+	json_decref(tr->id);
+	free(tr);
+}
+
+static int method_test_interaction(struct client *cl, json_t *id, json_t *params, int *fds,
+				   size_t n)
+{
+	_cleanup_json_ json_t *p = json_deep_copy(params);
+	struct test_req *tr;
+	const char *kind = json_string_value(json_object_get(params, "kind"));
+	unsigned timeout = (unsigned)json_integer_value(json_object_get(params, "timeoutMs"));
+	uint64_t target = cl->id;
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	if (json_is_integer(json_object_get(params, "clientOffset")))
+		target += (uint64_t)json_integer_value(json_object_get(params, "clientOffset"));
+	(void)json_object_del(p, "kind");
+	(void)json_object_del(p, "timeoutMs");
+	(void)json_object_del(p, "clientOffset");
+	tr = calloc(1, sizeof(*tr));
+	if (!tr)
+		return -ENOMEM;
+	tr->ctl = cl->ctl;
+	tr->client_id = cl->id;
+	tr->id = json_incref(id);
+	r = controller_interaction_ask(cl->ctl, target, kind, p, timeout, test_done, tr);
+	if (r < 0) {
+		json_decref(tr->id);
+		free(tr);
+		return client_reply(cl, id,
+				    json_pack("{s:i,s:s,s:b}", "r", r, "error", strerror(-r),
+					      "refused", true));
+	}
+	return 0;
+}
+
+/* test.fail: fails with -ENOMEM without replying, as a handler out of memory would; the
+ * dispatcher must answer for it. */
+static int method_test_fail(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	return -ENOMEM;
+}
+
+/* What the test build adds, instead of controller/controller-providers.c's empty lists. */
+const struct backend_provider *const controller_extra_providers[] = { &test_provider, NULL };
+const struct controller_method controller_extra_methods[] = {
+	{ "test.interaction", method_test_interaction },
+	{ "test.fail", method_test_fail },
+	{},
 };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * launch-plan: a test driver for cordon-launcherd, through controller/ctl-launcher.
+ * launch-plan: a test driver for cordon-launcherd, through backends/ctl-launcher.
  *
  *   launch-plan [--socket PATH | --user-mode LAUNCHERD [--floor FILE]]
  *               [--fd N=PATH]... [--fd-open N=PATH]... [--seccomp N=FILE] [--result FILE]
@@ -42,7 +42,7 @@
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/ctl-launcher.h"
+#include "backends/ctl-launcher.h"
 #include "ipc/ipc-fdpass.h"
 #include "ipc/ipc-frame.h"
 

@@ -36,7 +36,7 @@
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/proxy.h"
+#include "proxy/proxy.h"
 #include "policy/policy-parse.h"
 
 struct harness {

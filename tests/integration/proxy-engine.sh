@@ -1,5 +1,5 @@
 #!/bin/sh
-# The allowed-domains proxy engine (controller/proxy-*.c) driven by real clients, without a
+# The allowed-domains proxy engine (proxy/proxy-*.c) driven by real clients, without a
 # launcher: tests/helpers/proxy-harness serves a loopback listener with rules from a policy file.
 # Upstreams are local (tests/helpers/proxy-peer.py: HTTP, TLS with a certificate made here,
 # echo, a slow sink, a fast source, a stalled reader); names reach them through resolve pins.

@@ -15,7 +15,7 @@
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/backend-descriptor.h"
+#include "backends/backend-descriptor.h"
 #include "tests/tap.h"
 
 static int parse_file(const char *path, unsigned flags, struct backend_descriptor **ret,

@@ -6,7 +6,7 @@
  * a wrong key all fail authentication; a missing key; a corrupt secrets.json; a persistence
  * failure changes nothing; wiping.
  *
- * Linked with -Wl,--wrap=free (controller/backend.mk): __wrap_free() inspects a watched block
+ * Linked with -Wl,--wrap=free (backends/local.mk): __wrap_free() inspects a watched block
  * while it is still allocated, just before it is really freed, so the test can see that the
  * plaintext was zeroed without reading freed memory.
  */
@@ -29,8 +29,8 @@
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/backend-secrets.h"
-#include "controller/backend-settings.h"
+#include "backends/backend-secrets.h"
+#include "backends/backend-settings.h"
 #include "tests/tap.h"
 
 void __real_free(void *p);

@@ -14,7 +14,7 @@
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/pack-manifest.h"
+#include "backends/pack/pack-manifest.h"
 #include "tests/tap.h"
 
 static json_t *load_test_pack(void)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The proxy's request parsers (controller/proxy-request.c): what each accepts and how it rewrites
+ * The proxy's request parsers (proxy/proxy-request.c): what each accepts and how it rewrites
  * it, and every refusal with its status, rule and reason. tests/fuzz/fuzz-proxy-request.c checks
  * the invariants on arbitrary bytes; this file pins the verdicts.
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "controller/proxy.h"
+#include "proxy/proxy.h"
 #include "tests/tap.h"
 
 /* An HTTP head that must parse: kind, host, port, and for plain HTTP the rewritten head. */

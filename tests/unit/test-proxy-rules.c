@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The proxy's decision (controller/proxy-rules.c): every rule that can decide, wildcard edge
+ * The proxy's decision (proxy/proxy-rules.c): every rule that can decide, wildcard edge
  * cases, ports, IP literals in their odd spellings, every special address range for IPv4 and
  * IPv6 (v4-mapped and the other embedded forms), resolve pins and what they permit, live changes.
  * Lists are written space-separated to keep the cases on one line.
@@ -14,7 +14,7 @@
 
 #include "common/json-cleanup.h"
 #include "common/util.h"
-#include "controller/proxy.h"
+#include "proxy/proxy.h"
 #include "policy/policy-model.h"
 #include "policy/policy-parse.h"
 #include "tests/tap.h"

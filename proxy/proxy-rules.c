@@ -17,7 +17,7 @@
 #include "common/cleanup.h"
 #include "common/json-cleanup.h"
 #include "common/util.h"
-#include "controller/proxy.h"
+#include "proxy/proxy.h"
 #include "policy/policy-model.h"
 
 struct proxy_pattern {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Backends and their instances (SPEC §3, §5). A backend (builtin:auto, builtin:host,
+ * The backend model (docs/ARCHITECTURE.md, "Backends"). A backend (builtin:auto, builtin:host,
  * pack:<id>:<kind>) is a kind of launcher; an instance is one configured, prepared launcher of
  * that backend ("builtin:auto#3"). The active instance serves new processes; every process holds
  * a reference to the instance that created it, so an instance replaced by an activation keeps
@@ -8,6 +8,11 @@
  *
  * Every operation that may take time completes through a callback, so neither a spawn nor the
  * event loop ever waits for an activation.
+ *
+ * Layering: this directory never includes a controller header. A backend reaches the core only
+ * through the struct backend_host the core hands every instance (a process exited, the instance
+ * is lost, an event, ask the person, compile a plan, who the user is); the core finds backends
+ * only through providers (struct backend_provider).
  */
 #pragma once
 
@@ -18,10 +23,45 @@
 
 #include <jansson.h>
 
-struct controller;
 struct backend_instance;
+struct backend_ref;
+struct compiled_plan;
+struct event_loop;
 struct field_error;
 struct policy;
+
+/*
+ * The core as a backend sees it: who the user is, the event loop, and the upcalls. The core
+ * owns it and outlives every instance.
+ */
+struct backend_host {
+	struct event_loop *loop;
+	uid_t uid;
+	gid_t gid;
+	const char *home;
+	unsigned long long mem_total;
+	bool exiting; /* the core is shutting down: nothing is retried or waited for */
+	/* A process of bi ended: exit is {exitCode, signal, reason, durationUsec?} (borrowed). */
+	void (*exited)(struct backend_host *h, struct backend_instance *bi, const char *sandbox,
+		       json_t *exit);
+	/* bi's launcher went away: its processes end; the core finds a replacement. */
+	void (*lost)(struct backend_host *h, struct backend_instance *bi);
+	/* An event for the user's stream ({"type": type, …fields}); steals fields. */
+	void (*event)(struct backend_host *h, const char *type, json_t *fields);
+	/* Ask the person behind client origin (struct backend_instance.origin_client) a host
+	 * interaction; cb exactly once, never from inside the call (see the core's interaction
+	 * rules in docs/PROTOCOL.md §5). < 0 without cb: no such client, bad params, too many. */
+	int (*ask)(struct backend_host *h, uint64_t origin, const char *kind, json_t *params,
+		   unsigned timeout_ms, void (*cb)(int r, json_t *answer, void *ud), void *ud);
+	/* Compile the embedded default policy with patch merged on top (the same document a
+	 * client's policyPatch would give) for argv/envp/cwd, for a launcher that answered hello
+	 * with hello; *ret is the plan; -EINVAL/-EPERM with fe naming the field. */
+	int (*compile)(struct backend_host *h, json_t *patch, char **argv, char **envp,
+		       const char *cwd, json_t *hello, struct compiled_plan **ret,
+		       struct field_error *fe);
+	/* The hello reply of the launcher serving new processes now (borrowed), or NULL. */
+	json_t *(*launcher_hello)(struct backend_host *h);
+};
 
 /* Completion of configure/prepare/probe/dispose: r < 0 failed, message says why. */
 typedef void (*backend_done_cb)(struct backend_instance *bi, int r, const char *message, void *ud);
@@ -60,7 +100,7 @@ struct backend_ops {
 };
 
 struct backend_instance {
-	struct controller *ctl;
+	struct backend_host *host;
 	const struct backend_ops *ops;
 	char ref[160];	/* "builtin:auto" */
 	char name[192]; /* "builtin:auto#3" */
@@ -73,32 +113,48 @@ struct backend_instance {
 	void *data; /* the backend's own state */
 };
 
-/* controller-backend.c */
-int backend_instance_new(struct controller *c, const struct backend_ops *ops,
+/* backend.c: the instance lifecycle. */
+int backend_instance_new(struct backend_host *h, const struct backend_ops *ops,
 			 struct backend_instance **ret);
 struct backend_instance *backend_instance_ref(struct backend_instance *bi);
-/* Drop a reference; the last one disposes and frees the instance. */
+/* Drop a reference; the last one disposes (retried in the background on failure) and frees the
+ * instance. */
 void backend_instance_unref(struct backend_instance *bi);
+/* Disposals still under way (the core's exit waits for them for a while). */
+bool backend_disposals_pending(void);
+/* At exit: a failed disposal waiting to be retried is tried once more now. */
+void backend_disposals_retry_now(void);
+/* At exit: give up the disposals still under way (each logged). */
+void backend_disposals_free(void);
 
 /* The text form of ops' reference ("builtin:auto", "pack:org.example:cloud"). */
 int backend_ops_ref(const struct backend_ops *ops, char *buf, size_t size);
 
 /*
- * The backend a client method names: params.backend, in the text form ("builtin:auto") or the
- * object form backend.list returns ({"source":"pack","packId":ID,"kind":KIND}). ret gets it,
- * text (BACKEND_REF_TEXT_MAX bytes) its canonical text form. -EINVAL with fe naming the field
- * ("params.backend", "params.backend.kind", …). Every method taking a backend parses it here.
+ * Where the core finds backends: one provider per source. find() answers for a reference of its
+ * source (NULL: no such backend); list() puts at most max of its backends into out and returns
+ * how many. A provider's ops stay valid for as long as an instance of them lives.
  */
-struct backend_ref;
-int controller_backend_ref_param(json_t *params, struct backend_ref *ret, char *text, size_t size,
-				 struct field_error *fe);
+struct backend_provider {
+	const char *source; /* "builtin", "pack" */
+	const struct backend_ops *(*find)(const struct backend_provider *p,
+					  const struct backend_ref *ref);
+	size_t (*list)(const struct backend_provider *p, const struct backend_ops **out,
+		       size_t max);
+	void *data;
+};
+
+/* builtin.c: builtin:auto and builtin:host. */
+extern const struct backend_provider backend_builtin_provider;
+/* The reference used when nothing else is selected or the selection is lost. */
+#define BACKEND_FALLBACK_REF "builtin:auto"
 
 /*
- * The OS launcher for an instance: the system cordon-launcherd when its socket exists, else a
- * user-mode one of our own, started and not waited for. msg gets the reason of a failure
- * (controller-backend-auto.c). The caller watches ctl_launcher_fd() and says hello with
- * ctl_launcher_hello_async(), so that nothing waits for a launcher to start (SPEC §5: a spawn
- * never waits for an activation); backend_launcher_hello_check() then judges the reply.
+ * auto/auto.c: the OS launcher for an instance (shared by builtin:auto and the pack backend): the system cordon-launcherd when its socket
+ * exists, else a user-mode one of our own, started and not waited for. msg gets the reason of a
+ * failure. The caller watches ctl_launcher_fd() and says hello with ctl_launcher_hello_async(),
+ * so that nothing waits for a launcher to start (a spawn never waits for an activation);
+ * backend_launcher_hello_check() then judges the reply.
  */
 struct ctl_launcher;
 struct ctl_launcher_error;
@@ -108,17 +164,10 @@ int backend_launcher_open(struct backend_instance *bi, struct ctl_launcher **ret
 int backend_launcher_hello_check(struct backend_instance *bi, json_t *info,
 				 const struct ctl_launcher_error *err, char *msg, size_t msg_size);
 /* Reap a user-mode launcherd whose channel is closed once it has exited, without waiting. */
-void backend_launcher_reap_later(struct controller *c, struct ctl_launcher *l);
+void backend_launcher_reap_later(struct backend_host *h, struct ctl_launcher *l);
 /* At shutdown: stop waiting for the launchers let go of that have not exited yet. */
 void backend_launcher_reapers_free(void);
 
 /* The built-in backends. */
 extern const struct backend_ops backend_auto_ops;
 extern const struct backend_ops backend_host_ops;
-#ifdef CORDON_TEST_HOOKS
-extern const struct backend_ops backend_test_ops; /* builtin:test, the test build only */
-#endif
-
-/* Exit reports from any instance land here (controller-process.c). */
-void controller_process_exited_on(struct controller *c, struct backend_instance *bi,
-				  const char *sandbox, json_t *exit);

@@ -37,8 +37,8 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/proxy-resolve.h"
-#include "controller/proxy.h"
+#include "proxy/proxy-resolve.h"
+#include "proxy/proxy.h"
 
 #define ACCEPT_BATCH 16
 #define DRAIN_USEC (2ULL * 1000000ULL) /* how long a refused client may take to read the answer */

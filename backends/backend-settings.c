@@ -10,9 +10,9 @@
 
 #include "common/json-cleanup.h"
 #include "common/util.h"
-#include "controller/backend-secrets.h"
-#include "controller/backend-settings.h"
-#include "controller/backend-state.h"
+#include "backends/backend-secrets.h"
+#include "backends/backend-settings.h"
+#include "backends/backend-state.h"
 
 #define SETTINGS_FILE "settings.json"
 #define ACTIVE_FILE "active.json"

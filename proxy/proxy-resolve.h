@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "common/event.h"
-#include "controller/proxy.h"
+#include "proxy/proxy.h"
 
 #define PROXY_RESOLVE_MAX_ADDRS 16
 #define PROXY_RESOLVE_DEFAULT_THREADS 4U

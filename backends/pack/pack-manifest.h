@@ -26,7 +26,7 @@
 #include <jansson.h>
 
 #include "common/cleanup.h"
-#include "controller/backend-descriptor.h"
+#include "backends/backend-descriptor.h"
 #include "ipc/ipc-json.h"
 
 #define PACK_MANIFEST_NAME "pack.json"

@@ -14,9 +14,9 @@
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/backend-secrets.h"
-#include "controller/backend-settings.h"
-#include "controller/backend-state.h"
+#include "backends/backend-secrets.h"
+#include "backends/backend-settings.h"
+#include "backends/backend-state.h"
 
 #define SECRETS_FILE "secrets.json"
 #define KEY_FILE "secrets.key"

@@ -26,8 +26,8 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/controller-backend.h"
-#include "controller/controller.h"
+#include "backends/backend.h"
+#include "common/event.h"
 #include "policy/policy-model.h"
 
 #ifndef P_PIDFD
@@ -89,7 +89,7 @@ static void host_prepare(struct backend_instance *bi, backend_done_cb done, void
 	}
 	/* Prepared while the previous instance still serves: its launcher's floor is the one the
 	 * activation was allowed by. */
-	floor = json_object_get(controller_launcher_hello(bi->ctl), "floor");
+	floor = json_object_get(bi->host->launcher_hello(bi->host), "floor");
 	d->floor_known = json_is_object(floor);
 	d->floor_host_mode = json_is_true(json_object_get(floor, "hostMode"));
 	bi->data = d;
@@ -170,7 +170,7 @@ static int on_child(struct event_source *s, int fd, uint32_t revents, void *user
 		memcpy(sandbox, ch->sandbox, sizeof(sandbox));
 		child_free(bi->data, ch);
 		if (exit)
-			controller_process_exited_on(bi->ctl, bi, sandbox, exit);
+			bi->host->exited(bi->host, bi, sandbox, exit);
 	}
 	return 0;
 }
@@ -266,9 +266,9 @@ static int host_spawn(struct backend_instance *bi, json_t *plan, const int *fds,
 	ch->pidfd = pidfd;
 	ch->start_usec = now_usec();
 	(void)snprintf(ch->sandbox, sizeof(ch->sandbox), "host-%llu", ++d->next);
-	r = event_add_io(bi->ctl->loop, pidfd, EPOLLIN, on_child, ch, &ch->src);
+	r = event_add_io(bi->host->loop, pidfd, EPOLLIN, on_child, ch, &ch->src);
 	if (r >= 0 && timeout_ms > 0)
-		r = event_add_timer(bi->ctl->loop, timeout_ms * 1000, false, on_timeout, ch,
+		r = event_add_timer(bi->host->loop, timeout_ms * 1000, false, on_timeout, ch,
 				    &ch->timer);
 	if (r < 0) {
 		(void)kill(-pid, SIGKILL);

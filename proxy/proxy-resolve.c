@@ -20,7 +20,7 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "controller/proxy-resolve.h"
+#include "proxy/proxy-resolve.h"
 
 #define WORKER_IDLE_SEC 60
 

@@ -17,7 +17,7 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "controller/proxy.h"
+#include "proxy/proxy.h"
 
 #define HTTP_METHOD_MAX 32
 

@@ -27,7 +27,7 @@
 
 #include "common/json-cleanup.h"
 #include "common/util.h"
-#include "controller/backend-descriptor.h"
+#include "backends/backend-descriptor.h"
 
 static bool is_lower(char c)
 {

@@ -28,7 +28,7 @@
 #include <stddef.h>
 
 #include "common/cleanup.h"
-#include "controller/backend-descriptor.h"
+#include "backends/backend-descriptor.h"
 #include "ipc/ipc-json.h"
 
 struct backend_secrets;

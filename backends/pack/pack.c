@@ -12,7 +12,7 @@
  * socketpair; the controller speaks the launcher contract to it as newline-delimited JSON-RPC
  * 2.0 (docs/PROTOCOL.md, "Pack protocol"), passing stdio fds with SCM_RIGHTS. Every call has a
  * timeout; when the pack process dies (or breaks the protocol) its pending calls fail and the
- * instance is lost (controller_backend_lost()).
+ * instance is lost (the core's lost upcall).
  *
  * The processes a pack starts are its children, inside its sandbox: at least as confined as the
  * pack itself.
@@ -31,15 +31,13 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/backend-secrets.h"
-#include "controller/backend-settings.h"
-#include "controller/controller-interaction.h"
-#include "controller/controller-packs.h"
-#include "controller/controller.h"
-#include "controller/ctl-launcher.h"
+#include "backends/backend-secrets.h"
+#include "backends/backend-settings.h"
+#include "backends/ctl-launcher.h"
+#include "backends/pack/pack.h"
+#include "common/event.h"
 #include "ipc/ipc-jsonrpc.h"
 #include "policy/policy-compile.h"
-#include "policy/policy-parse.h"
 
 /* Outstanding host interactions one pack instance may have. */
 #define PACK_INTERACTIONS_MAX 4
@@ -159,7 +157,7 @@ static struct pack_call *call_register(struct pack_inst *pi, json_int_t id, cons
 	call->origin = pi->bi->origin_client;
 	call->cb = cb;
 	call->ud = ud;
-	if (event_add_timer(pi->bi->ctl->loop, (uint64_t)timeout_ms * 1000ULL, false,
+	if (event_add_timer(pi->bi->host->loop, (uint64_t)timeout_ms * 1000ULL, false,
 			    on_call_timeout, call, &call->timer) < 0) {
 		free(call);
 		return NULL;
@@ -241,7 +239,7 @@ static void on_exited(struct pack_inst *pi, json_t *params)
 			 "exitCode", (int)code, "signal", (int)sig, "reason", reason,
 			 "durationUsec", (json_int_t)dur, "limits", "pids", false, "memory", false);
 	if (exit)
-		controller_process_exited_on(pi->bi->ctl, pi->bi, sandbox, exit);
+		pi->bi->host->exited(pi->bi->host, pi->bi, sandbox, exit);
 }
 
 struct interaction_req {
@@ -339,9 +337,8 @@ static void on_interaction(struct pack_inst *pi, json_t *id, json_t *params)
 	r = origin == 0 ? -ESRCH
 	    : pi->interactions >= PACK_INTERACTIONS_MAX
 		    ? -EBUSY
-		    : controller_interaction_ask(pi->bi->ctl, origin, kind, ask,
-						 PACK_INTERACTION_TIMEOUT_MS, interaction_answered,
-						 ir);
+		    : pi->bi->host->ask(pi->bi->host, origin, kind, ask,
+					PACK_INTERACTION_TIMEOUT_MS, interaction_answered, ir);
 	if (r < 0) {
 		log_info("%s: a %s interaction cannot be presented: %s", pi->bi->name, kind,
 			 r == -ESRCH ? "no client is waiting on this operation" : strerror(-r));
@@ -478,7 +475,7 @@ static void pack_gone(struct pack_inst *pi, const char *why)
 		return;
 	}
 	if (!pi->stopping)
-		controller_backend_lost(bi->ctl, bi);
+		bi->host->lost(bi->host, bi);
 }
 
 static void on_launcher_exit(struct ctl_launcher *l, const struct ctl_launcher_exit *e, void *ud)
@@ -542,7 +539,7 @@ static void on_pack_spawned(struct ctl_launcher *l, const char *sandbox, int pid
 	}
 	pi->sandbox = strdup(sandbox);
 	log_info("%s: pack process started in sandbox %s", pi->bi->name, sandbox);
-	r = event_add_io(pi->bi->ctl->loop, jsonrpc_conn_fd(pi->conn), EPOLLIN | EPOLLRDHUP,
+	r = event_add_io(pi->bi->host->loop, jsonrpc_conn_fd(pi->conn), EPOLLIN | EPOLLRDHUP,
 			 on_pack_io, pi, &pi->src);
 	if (r >= 0 && !call_register(pi, pi->configure_id, "configure", PACK_CONFIGURE_TIMEOUT_MS,
 				     configure_answered, NULL))
@@ -564,44 +561,20 @@ static void on_pack_spawned(struct ctl_launcher *l, const char *sandbox, int pid
 static int compile_pack_plan(struct pack_inst *pi, const char *state_dir,
 			     struct compiled_plan **ret, struct field_error *fe)
 {
-	struct controller *c = pi->bi->ctl;
+	struct backend_host *h = pi->bi->host;
 	struct pack_backend *pb = pi->pb;
-	_cleanup_json_ json_t *params = NULL, *doc = NULL;
-	_cleanup_(policy_freep) struct policy *policy = NULL;
+	_cleanup_json_ json_t *patch = NULL;
 	char *argv[] = { pb->executable, NULL };
 	char *envp[] = { (char *)"PATH=/usr/local/bin:/usr/bin:/bin", NULL };
-	struct compile_ctx ctx = {
-		.argv = argv,
-		.envp = envp,
-		.cwd = state_dir,
-		.home = c->home,
-		.uid = c->uid,
-		.gid = c->gid,
-		.mem_total = c->mem_total,
-	};
-	int r;
 
-	params = json_pack("{s:{s:{s:[s],s:{s:s,s:s}},s:{s:s},s:{s:[s]}}}", "policyPatch",
-			   "filesystem", "read", pb->dir, "workspace", "path", state_dir, "access",
-			   "read-write", "network", "mode", pack_network_to_string(pb->network),
-			   "env", "pass", "PATH");
-	if (!params)
+	/* env.pass replaces the default's allowlist (compile's rule for a patch's env.pass). */
+	patch = json_pack("{s:{s:[s],s:{s:s,s:s}},s:{s:s},s:{s:[s]}}", "filesystem", "read",
+			  pb->dir, "workspace", "path", state_dir, "access", "read-write",
+			  "network", "mode", pack_network_to_string(pb->network), "env", "pass",
+			  "PATH");
+	if (!patch)
 		return -ENOMEM;
-	/* The default's environment allowlist is replaced, not extended. */
-	r = controller_request_policy(c, params, &doc, fe);
-	if (r < 0)
-		return r;
-	(void)json_object_set_new(json_object_get(doc, "env"), "pass", json_pack("[s]", "PATH"));
-	r = policy_parse_json(doc, &policy, fe);
-	if (r < 0)
-		return r;
-	r = policy_host_caps_from_hello(pi->hello, &ctx.caps, fe);
-	if (r < 0)
-		return r;
-	r = policy_resolve(policy, &ctx, fe);
-	if (r < 0)
-		return r;
-	return policy_compile(policy, &ctx, ret, fe);
+	return h->compile(h, patch, argv, envp, state_dir, pi->hello, ret, fe);
 }
 
 /* Compile the pack process's plan and ask the launcher to start it; on_pack_spawned()
@@ -613,7 +586,7 @@ static int pack_spawn_process(struct pack_inst *pi, char *msg, size_t msg_size)
 	struct field_error fe = { 0 };
 	int sp[2], k, r;
 
-	r = pack_store_state_dir(pi->bi->ctl->packs, pi->pb->pack_id, true, &state_dir);
+	r = pack_store_state_dir(pi->pb->provider->store, pi->pb->pack_id, true, &state_dir);
 	if (r < 0) {
 		(void)snprintf(msg, msg_size, "cannot make the pack's state directory: %s",
 			       strerror(-r));
@@ -675,17 +648,17 @@ static void on_pack_hello(struct ctl_launcher *l, json_t *info,
  * continues, all of it under one start timeout. */
 static int pack_start(struct pack_inst *pi, char *msg, size_t msg_size)
 {
-	struct controller *c = pi->bi->ctl;
+	struct backend_host *h = pi->bi->host;
 	int r;
 
 	r = backend_launcher_open(pi->bi, &pi->l, msg, msg_size);
 	if (r < 0)
 		return r;
 	ctl_launcher_set_exit_handler(pi->l, on_launcher_exit, pi);
-	r = event_add_io(c->loop, ctl_launcher_fd(pi->l), EPOLLIN, on_launcher_io, pi, &pi->lsrc);
+	r = event_add_io(h->loop, ctl_launcher_fd(pi->l), EPOLLIN, on_launcher_io, pi, &pi->lsrc);
 	if (r < 0)
 		return r;
-	r = event_add_timer(c->loop, PACK_START_TIMEOUT_MS * 1000ULL, false, on_start_timeout, pi,
+	r = event_add_timer(h->loop, PACK_START_TIMEOUT_MS * 1000ULL, false, on_start_timeout, pi,
 			    &pi->start_timer);
 	if (r < 0)
 		return r;
@@ -943,7 +916,7 @@ static void pack_stop(struct pack_inst *pi)
 	pack_gone(pi, "stopped");
 	event_source_free(pi->lsrc);
 	pi->lsrc = NULL;
-	backend_launcher_reap_later(pi->bi->ctl, pi->l);
+	backend_launcher_reap_later(pi->bi->host, pi->l);
 	ctl_launcher_free(pi->l);
 	pi->l = NULL;
 }
@@ -978,7 +951,7 @@ static void dispose_answered(struct pack_inst *pi, int r, json_t *result, json_t
 		pack_stop(pi);
 	dr->r = r;
 	(void)snprintf(dr->message, sizeof(dr->message), "%s", error_message(error, r));
-	if (event_add_timer(pi->bi->ctl->loop, 1, false, dispose_complete, dr, &dr->timer) < 0) {
+	if (event_add_timer(pi->bi->host->loop, 1, false, dispose_complete, dr, &dr->timer) < 0) {
 		/* Out of memory: leave the instance (and its process, if it failed) be. */
 		log_error("%s: cannot complete the disposal", pi->bi->name);
 		free(dr);
@@ -1040,14 +1013,14 @@ static void pack_free(struct backend_instance *bi)
 
 /* ------------------------------------------------------------------------- construction */
 
-int pack_backend_new(struct controller *c, const struct pack_entry *e,
+int pack_backend_new(struct pack_provider *pp, const struct pack_entry *e,
 		     const struct pack_backend_entry *be, struct pack_backend **ret)
 {
 	struct pack_backend *pb = calloc(1, sizeof(*pb));
 
 	if (!pb)
 		return -ENOMEM;
-	pb->ctl = c;
+	pb->provider = pp;
 	pb->generation = e->generation;
 	(void)snprintf(pb->pack_id, sizeof(pb->pack_id), "%s", e->manifest->id);
 	(void)snprintf(pb->kind, sizeof(pb->kind), "%s", be->kind);

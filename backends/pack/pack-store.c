@@ -19,8 +19,8 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/backend-state.h"
-#include "controller/pack-store.h"
+#include "backends/backend-state.h"
+#include "backends/pack/pack-store.h"
 
 #define PACKS_FILE "packs.json"
 

@@ -1,14 +1,29 @@
-## controller/backend.mk: backend descriptors and references, the settings store and the secret
-## store (SPEC §3, §4) as one convenience library for the controller. jansson + libsodium; the
-## launcher never links it.
+## backends/: the backend model and every backend, one library the controller links: references
+## and descriptors, the settings, secret and state stores, the instance lifecycle, the OS
+## launcher client, builtin:auto, builtin:host, the pack backend and its store and manifest.
+## Nothing here includes a controller header (tests/layering checks it). The launcher never
+## links it.
 noinst_LIBRARIES += libbackend.a
 libbackend_a_SOURCES = \
+	%reldir%/backend.c %reldir%/backend.h \
+	%reldir%/builtin.c \
 	%reldir%/backend-descriptor.c %reldir%/backend-descriptor.h \
 	%reldir%/backend-state.c %reldir%/backend-state.h \
 	%reldir%/backend-settings.c %reldir%/backend-settings.h \
 	%reldir%/backend-secrets.c %reldir%/backend-secrets.h \
-	%reldir%/pack-manifest.c %reldir%/pack-manifest.h
-libbackend_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSODIUM_CFLAGS)
+	%reldir%/auto/auto.c \
+	%reldir%/host/host.c \
+	%reldir%/pack/pack.c %reldir%/pack/pack.h \
+	%reldir%/pack/pack-provider.c \
+	%reldir%/pack/pack-manifest.c %reldir%/pack/pack-manifest.h \
+	%reldir%/pack/pack-store.c %reldir%/pack/pack-store.h
+libbackend_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSODIUM_CFLAGS) $(LIBSECCOMP_CFLAGS)
+
+## The controller's end of the launcher channel on its own (the launch-plan helper and the spawn
+## benchmark link only this): libipc, libcommon and jansson.
+noinst_LIBRARIES += libctl_launcher.a
+libctl_launcher_a_SOURCES = %reldir%/ctl-launcher.c %reldir%/ctl-launcher.h
+libctl_launcher_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 ## What a program linking libbackend.a adds to its LDADD.
 LIBBACKEND_LIBS = libbackend.a libipc.a libcommon.a $(LIBSODIUM_LIBS) $(JANSSON_LIBS)
 

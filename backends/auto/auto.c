@@ -30,9 +30,9 @@
 #include "common/reaper.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/controller-backend.h"
-#include "controller/controller.h"
-#include "controller/ctl-launcher.h"
+#include "backends/backend.h"
+#include "common/event.h"
+#include "backends/ctl-launcher.h"
 
 #ifndef CORDON_LIBEXECDIR
 #define CORDON_LIBEXECDIR "/usr/local/libexec"
@@ -45,7 +45,7 @@ struct auto_owner {
 };
 
 struct auto_link {
-	struct controller *ctl;
+	struct backend_host *host;
 	struct ctl_launcher *l;
 	struct event_source *src;
 	struct event_source *pid_src; /* the launcherd process's end */
@@ -117,7 +117,7 @@ static void on_exit_report(struct ctl_launcher *l, const struct ctl_launcher_exi
 		      e->reason, "durationUsec", (json_int_t)e->duration_usec, "limits", "pids",
 		      e->limit_pids, "memory", e->limit_memory);
 	if (j)
-		controller_process_exited_on(bi->ctl, bi, e->sandbox, j);
+		bi->host->exited(bi->host, bi, e->sandbox, j);
 }
 
 static void link_unref(struct auto_link *k)
@@ -131,7 +131,7 @@ static void link_unref(struct auto_link *k)
 	ctl_launcher_cancel_hello(k->l, k);
 	/* Closing the channel ends a user-mode launcherd and everything that asked to die with us;
 	 * nothing is left: no instance uses it. It is reaped once it has exited, not waited for. */
-	backend_launcher_reap_later(k->ctl, k->l);
+	backend_launcher_reap_later(k->host, k->l);
 	ctl_launcher_free(k->l);
 	json_decref(k->hello);
 	while (k->owners) {
@@ -197,7 +197,7 @@ static void link_settle(struct auto_link *k, int r, const char *message, bool lo
 			done(bis[i], r, r < 0 ? message : NULL, d->prepare_ud);
 		} else if (lost && d && d->link == k) {
 			log_error("lost the launcher of %s: %s", bis[i]->name, message);
-			controller_backend_lost(bis[i]->ctl, bis[i]);
+			bis[i]->host->lost(bis[i]->host, bis[i]);
 		}
 		backend_instance_unref(bis[i]);
 	}
@@ -220,7 +220,7 @@ static void link_broken(struct auto_link *k, int r, const char *why)
 	event_source_free(k->pid_src);
 	k->pid_src = NULL;
 	k->users++;
-	backend_launcher_reap_later(k->ctl, k->l);
+	backend_launcher_reap_later(k->host, k->l);
 	/* The hello is settled below, with the members still preparing. */
 	ctl_launcher_cancel_hello(k->l, k);
 	ctl_launcher_abort(k->l, why);
@@ -340,16 +340,16 @@ int backend_launcher_hello_check(struct backend_instance *bi, json_t *info,
 /* Launchers that were let go of and have not exited yet: reaped when they do. */
 static struct reaper *reapers;
 
-void backend_launcher_reap_later(struct controller *c, struct ctl_launcher *l)
+void backend_launcher_reap_later(struct backend_host *h, struct ctl_launcher *l)
 {
 	pid_t pid = l ? ctl_launcher_take_child(l) : 0;
 	int pidfd;
 
 	/* Shutting down: whoever inherits it reaps it (it ends once its channel closes). */
-	if (pid <= 0 || waitpid(pid, NULL, WNOHANG) != 0 || c->exiting)
+	if (pid <= 0 || waitpid(pid, NULL, WNOHANG) != 0 || h->exiting)
 		return;
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd >= 0 && reap_later(c->loop, &reapers, pidfd) >= 0)
+	if (pidfd >= 0 && reap_later(h->loop, &reapers, pidfd) >= 0)
 		return;
 	/* No way to be told: wait now. */
 	safe_close(pidfd);
@@ -410,7 +410,7 @@ static int link_get(struct backend_instance *bi, struct auto_link **ret, char *m
 		(void)snprintf(msg, size, "out of memory");
 		return -ENOMEM;
 	}
-	k->ctl = bi->ctl;
+	k->host = bi->host;
 	(void)snprintf(k->key, sizeof(k->key), "%s", key);
 	r = backend_launcher_open(bi, &k->l, msg, size);
 	if (r < 0) {
@@ -418,14 +418,14 @@ static int link_get(struct backend_instance *bi, struct auto_link **ret, char *m
 		return r;
 	}
 	ctl_launcher_set_exit_handler(k->l, on_exit_report, k);
-	r = event_add_io(bi->ctl->loop, ctl_launcher_fd(k->l), EPOLLIN, on_launcher, k, &k->src);
+	r = event_add_io(bi->host->loop, ctl_launcher_fd(k->l), EPOLLIN, on_launcher, k, &k->src);
 	if (r >= 0 && ctl_launcher_pidfd(k->l, NULL) >= 0)
-		r = event_add_io(bi->ctl->loop, ctl_launcher_pidfd(k->l, NULL), EPOLLIN,
+		r = event_add_io(bi->host->loop, ctl_launcher_pidfd(k->l, NULL), EPOLLIN,
 				 on_launcher_exited, k, &k->pid_src);
 	if (r < 0) {
 		(void)snprintf(msg, size, "cannot watch the launcher");
 		event_source_free(k->src);
-		backend_launcher_reap_later(bi->ctl, k->l);
+		backend_launcher_reap_later(bi->host, k->l);
 		ctl_launcher_free(k->l);
 		free(k);
 		return r;
@@ -435,7 +435,7 @@ static int link_get(struct backend_instance *bi, struct auto_link **ret, char *m
 		(void)snprintf(msg, size, "cannot talk to the launcher");
 		event_source_free(k->src);
 		event_source_free(k->pid_src);
-		backend_launcher_reap_later(bi->ctl, k->l);
+		backend_launcher_reap_later(bi->host, k->l);
 		ctl_launcher_free(k->l);
 		free(k);
 		return r;
@@ -486,7 +486,7 @@ static void prepare_link(struct backend_instance *bi)
 		if (system_lost && (r == -ECONNREFUSED || r == -ENOENT || r == -EAGAIN) &&
 		    now_usec() < d->retry_until &&
 		    (d->retry ? event_timer_set(d->retry, RECONNECT_STEP_USEC, false)
-			      : event_add_timer(bi->ctl->loop, RECONNECT_STEP_USEC, false,
+			      : event_add_timer(bi->host->loop, RECONNECT_STEP_USEC, false,
 						on_reconnect, bi, &d->retry)) >= 0)
 			return;
 		done = TAKE_PTR(d->prepare_done);

@@ -30,7 +30,7 @@
 #include <jansson.h>
 
 #include "common/cleanup.h"
-#include "controller/backend-descriptor.h"
+#include "backends/backend-descriptor.h"
 #include "ipc/ipc-json.h"
 
 /* The longest string, select or secret value a setting may hold. */

@@ -26,7 +26,7 @@
 #include <jansson.h>
 
 #include "common/cleanup.h"
-#include "controller/pack-manifest.h"
+#include "backends/pack/pack-manifest.h"
 #include "ipc/ipc-json.h"
 
 #define PACK_COPY_MAX_FILES 4096

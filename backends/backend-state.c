@@ -12,8 +12,8 @@
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/backend-descriptor.h"
-#include "controller/backend-state.h"
+#include "backends/backend-descriptor.h"
+#include "backends/backend-state.h"
 
 static int check_owner_only(const struct stat *st, const char *path, const char *what,
 			    struct field_error *err)

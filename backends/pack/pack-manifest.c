@@ -12,7 +12,7 @@
 
 #include "common/json-cleanup.h"
 #include "common/util.h"
-#include "controller/pack-manifest.h"
+#include "backends/pack/pack-manifest.h"
 
 static const char *const network_names[] = {
 	[PACK_NETWORK_NONE] = "none",

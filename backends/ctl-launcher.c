@@ -16,7 +16,7 @@
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
-#include "controller/ctl-launcher.h"
+#include "backends/ctl-launcher.h"
 #include "ipc/ipc-fdpass.h"
 #include "ipc/ipc-frame.h"
 
