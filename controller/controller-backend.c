@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Backend instances and the activation transaction (SPEC §5).
+ * The activation transaction and the active instance (docs/ARCHITECTURE.md, "Activation").
  *
  * Activation of a backend (with candidate settings) is serialized — one at a time, queued — and
- * runs in this order, each step completing through a callback so spawns never wait on it:
- *   1. validate the candidate settings against the backend's descriptor;
- *   2. resolve its secrets (inside the controller only);
- *   3. configure and prepare a new instance, while the old one keeps serving;
- *   4. probe its availability;
- *   5. swap the active instance (one pointer: no moment without a confined launcher);
- *   6. persist the selection and its settings, committed together by one atomic write — on
+ * runs in this order (enum activation_step), each step completing through a callback so spawns
+ * never wait on it:
+ *   1. validate: the candidate settings against the backend's descriptor;
+ *   2. resolve-secrets: its secrets, decrypted inside the controller only;
+ *   3. configure: a new instance gets the settings and secrets (wiped right after);
+ *   4. prepare: the instance gets ready, while the old one keeps serving;
+ *   5. probe: its availability;
+ *   6. swap: the active instance (one pointer: no moment without a confined launcher);
+ *   7. persist: the selection and its settings, committed together by one atomic write — on
  *      failure, swap back (nothing stored has changed);
- *   7. drop the old instance's active reference: it is disposed once its last process ends; a
- *      failing dispose keeps the new activation, warns, and is retried in the background.
- * A failure in 1–4 leaves the running and the persisted selection as they were.
+ *   8. dispose: drop the old instance's active reference: it is disposed once its last process
+ *      ends; a failing dispose keeps the new activation, warns, and is retried in the
+ *      background.
+ * A failure in 1–5 leaves the running and the persisted selection as they were.
  *
  * When the active instance's launcher is lost there is no active instance until builtin:auto is
  * activated again (at once, and by the next spawn if that failed): a spawn that arrives
@@ -57,6 +60,33 @@ int controller_backend_ref_param(json_t *params, struct backend_ref *ret, char *
 
 /* ------------------------------------------------------------------------- activation */
 
+/* The activation's steps, in their order (the header comment of this file says what each does).
+ * Their names are the "step" of the activation event and of a failed backend.activate. */
+enum activation_step {
+	STEP_QUEUED,
+	STEP_VALIDATE,
+	STEP_RESOLVE_SECRETS,
+	STEP_CONFIGURE,
+	STEP_PREPARE,
+	STEP_PROBE,
+	STEP_SWAP,
+	STEP_PERSIST,
+	STEP_DISPOSE,
+	_STEP_MAX,
+};
+
+static const char *const step_names[_STEP_MAX] = {
+	[STEP_QUEUED] = "queued",
+	[STEP_VALIDATE] = "validate",
+	[STEP_RESOLVE_SECRETS] = "resolve-secrets",
+	[STEP_CONFIGURE] = "configure",
+	[STEP_PREPARE] = "prepare",
+	[STEP_PROBE] = "probe",
+	[STEP_SWAP] = "swap",
+	[STEP_PERSIST] = "persist",
+	[STEP_DISPOSE] = "dispose",
+};
+
 struct activation {
 	struct activation *next;
 	struct controller *ctl;
@@ -69,13 +99,9 @@ struct activation {
 	struct backend_instance *old;
 	activation_done_cb done;
 	void *ud;
-	int step;
+	enum activation_step step; /* the step running, or the last one run */
 	bool persist; /* false at start-up: the selection on disk is what we are restoring */
 };
-
-static const char *const step_names[] = { "",	       "validate", "resolve-secrets",
-					  "configure", "prepare",  "probe",
-					  "swap",      "persist",  "dispose" };
 
 static void activation_run(struct activation *a);
 
@@ -214,8 +240,9 @@ static void activation_run(struct activation *a)
 	struct controller *c = a->ctl;
 	int r;
 
-	switch (++a->step) {
-	case 1: /* validate */
+	a->step++;
+	switch (a->step) {
+	case STEP_VALIDATE:
 		/* A pack may have been disabled or removed while this activation was queued. */
 		if (controller_backend_find(c, a->ref) != a->ops) {
 			activation_finish(a, -ENOENT,
@@ -230,7 +257,7 @@ static void activation_run(struct activation *a)
 		}
 		activation_run(a);
 		return;
-	case 2: { /* resolve secrets: configure() gets them; they are wiped after */
+	case STEP_RESOLVE_SECRETS: { /* configure() gets them; they are wiped after */
 		char msg[512] = "cannot resolve the secrets";
 
 		r = resolve_secrets(a, msg, sizeof(msg));
@@ -241,7 +268,7 @@ static void activation_run(struct activation *a)
 		activation_run(a);
 		return;
 	}
-	case 3:
+	case STEP_CONFIGURE:
 		r = backend_instance_new(&c->host, a->ops, &a->bi);
 		if (r < 0) {
 			activation_finish(a, r, "out of memory");
@@ -257,18 +284,18 @@ static void activation_run(struct activation *a)
 			secrets_wipe(&secrets);
 			return;
 		}
-	case 4:
+	case STEP_PREPARE:
 		a->ops->prepare(a->bi, step_done, a);
 		return;
-	case 5:
+	case STEP_PROBE:
 		a->ops->probe(a->bi, step_done, a);
 		return;
-	case 6: /* swap: one pointer store; the old instance keeps serving its processes */
+	case STEP_SWAP: /* one pointer store; the old instance keeps serving its processes */
 		a->old = c->active;
 		c->active = a->bi;
 		activation_run(a);
 		return;
-	case 7: /* persist; on failure swap back */
+	case STEP_PERSIST: /* on failure swap back */
 		if (!a->persist) {
 			activation_run(a);
 			return;
@@ -277,16 +304,18 @@ static void activation_run(struct activation *a)
 		if (r < 0)
 			persisted(c, r, a);
 		return;
-	case 8: /* dispose idle resources of the previous instance */
+	case STEP_DISPOSE: /* the previous instance goes once its last process ends */
 		a->bi->origin_client = 0;
 		if (a->old)
 			backend_instance_unref(TAKE_PTR(a->old));
 		log_info("activated %s", a->bi->name);
 		activation_finish(a, 0, NULL);
 		return;
-	default:
-		activation_finish(a, -EINVAL, "internal error: unknown activation step");
+	case STEP_QUEUED:
+	case _STEP_MAX:
+		break;
 	}
+	activation_finish(a, -EINVAL, "internal error: unknown activation step");
 }
 
 int controller_backend_activate(struct controller *c, const char *ref, json_t *settings,
@@ -704,7 +733,7 @@ int method_backend_list(struct client *cl, json_t *id, json_t *params, int *fds,
 }
 
 struct activate_req {
-	struct client *cl;
+	uint64_t client; /* struct client.id: found again by id, never by address */
 	json_t *id;
 };
 
@@ -712,19 +741,17 @@ static void activate_done(struct controller *c, int r, const char *step, const c
 			  const char *launcher, void *ud)
 {
 	struct activate_req *ar = ud;
-	bool alive = false;
+	/* The requester may have gone while the activation ran (and another client may have
+	 * come at the same address). */
+	struct client *cl = controller_client_find(c, ar->client);
 
-	/* The requester may have gone while the activation ran. */
-	for (struct client *k = c->clients; k; k = k->next)
-		if (k == ar->cl)
-			alive = true;
-	if (alive) {
+	if (cl) {
 		if (r >= 0)
-			(void)client_reply(ar->cl, ar->id,
+			(void)client_reply(cl, ar->id,
 					   json_pack("{s:s,s:s}", "active", c->active->ref,
 						     "launcher", launcher));
 		else
-			(void)client_reply_error(ar->cl, ar->id, CORDON_ERR_BACKEND, message,
+			(void)client_reply_error(cl, ar->id, CORDON_ERR_BACKEND, message,
 						 json_pack("{s:s,s:s}", "step", step, "errno",
 							   strerror(-r)));
 	}
@@ -772,7 +799,7 @@ int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *
 	ar = calloc(1, sizeof(*ar));
 	if (!ar)
 		return -ENOMEM;
-	ar->cl = cl;
+	ar->client = cl->id;
 	ar->id = json_incref(id);
 	r = controller_backend_activate_for(cl->ctl, cl->id, ref, settings, ACTIVATE_EXPLICIT,
 					    activate_done, ar);

@@ -241,6 +241,14 @@ t.ok(r.returncode == 125, "an argument after -- is not an option (exit %d)" % r.
 r = cli("exec", "--", "/bin/echo", "--json")
 t.ok(r.returncode == 0 and r.stdout == b"--json\n", "cordon exec -- echo --json passes --json to the command", r)
 
+# Every method answers: a handler that fails without replying (test.fail returns -ENOMEM
+# as an out-of-memory handler would) gets an internal-error reply from the dispatcher.
+r = c.call("test.fail", {}, timeout=5)
+t.ok(r is not None and r.get("error", {}).get("code") == -32603,
+     "a handler failing without a reply gets internal-error (-32603)", r)
+r = c.call("backend.list", {}, timeout=5)
+t.ok(r is not None and "result" in r, "and the connection still serves", r)
+
 c.close()
 stop_controller()
 sys.exit(t.done())

@@ -1,6 +1,7 @@
 # Packs through the CLI and raw JSON-RPC. Run by packs.sh, which assembles the test pack
 # (tests/packs/test-pack: pack.json + the built executable) in $PACK_SRC.
 import json
+import socket
 import os
 import shutil
 import subprocess
@@ -195,6 +196,32 @@ t.ok(r.get("result", {}).get("launcher") == auto and dt < 1.5,
 r = slow.wait(rid, timeout=30)
 t.ok(r.get("result", {}).get("active") == REF, "the slow activation completes", r)
 slow.close()
+
+# The reply to an activation goes to the client that asked, found by id: a client that went
+# away meanwhile gets nothing, and a new client (whose record may take the same address) is
+# never answered a request it did not make.
+r = call(c, "backend.activate", {"backend": "builtin:auto"})
+gone = Conn(SOCK)
+gone.request("backend.activate", {"backend": REF, "settings": {"prepareDelayMs": 1500}})
+time.sleep(0.3)
+gone.close()
+time.sleep(0.3)
+newcomers = [Conn(SOCK) for _ in range(4)]
+stray = []
+deadline = time.time() + 4
+for k in newcomers:
+    while time.time() < deadline:
+        try:
+            m = k.read_msg(timeout=max(0.01, min(0.5, deadline - time.time())))
+        except socket.timeout:
+            break
+        if m is None:
+            break
+        stray.append(m)
+t.ok(not stray, "the answer to a gone client's activation reaches no other client", stray)
+for k in newcomers:
+    k.close()
+r = call(c, "backend.activate", {"backend": "builtin:auto"})
 
 # Step 7: a failing dispose keeps the new activation, warns, retries.
 ev = Conn(SOCK)
