@@ -16,6 +16,7 @@ static const struct command {
 } commands[] = {
 	{ "run", "run a command in a sandbox on this terminal" },
 	{ "exec", "run a command in a sandbox and capture its output" },
+	{ "sandbox", "acquire, release or list sandboxes that commands can share (--sandbox)" },
 	{ "ps", "list sandboxed processes" },
 	{ "kill", "signal a sandboxed process (default: kill its whole tree)" },
 	{ "wait", "wait for a sandboxed process to end" },
@@ -112,6 +113,8 @@ int main(int argc, char **argv)
 
 	if (streq(cmd, "run") || streq(cmd, "exec"))
 		r = cli_cmd_run(&cli, argc, argv, streq(cmd, "exec"));
+	else if (streq(cmd, "sandbox"))
+		r = cli_cmd_sandbox(&cli, argc, argv);
 	else if (streq(cmd, "ps"))
 		r = cli_cmd_ps(&cli, argc, argv);
 	else if (streq(cmd, "kill"))

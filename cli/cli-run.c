@@ -39,7 +39,11 @@ static void run_usage(bool capture)
 	       "  --ro PATH              expose PATH read-only (repeatable)\n"
 	       "  --rw PATH              expose PATH read-write (repeatable)\n"
 	       "  --deny PATH            hide PATH, even under an exposed parent (repeatable)\n"
-	       "  --workspace DIR[:ro]   the workspace (default: the current directory, read-write)\n"
+	       "  --workspace DIR[:ro|:rw]\n"
+	       "                         the workspace (default: the current directory, read-write)\n"
+	       "  --workspace-access A   read-only or read-write: the workspace's access\n"
+	       "  --sandbox ID           run in this acquired sandbox ('cordon sandbox acquire'):\n"
+	       "                         its policy is the base, the options here may only narrow it\n"
 	       "  --cwd DIR              working directory inside the sandbox\n"
 	       "  --net MODE             none, loopback, proxy or host (default: none)\n"
 	       "  --allow-domain D[:P]   with --net proxy: allow this domain (repeatable)\n"
@@ -55,9 +59,10 @@ static void run_usage(bool capture)
 	       "  --json                 print the result as JSON\n"
 	       "  -h, --help             show this help\n\n"
 	       "Exit status: the command's own (128+N if signal N ended it); 120 policy refused,\n"
-	       "121 sandbox set-up failed, 122 controller unavailable or its launcher lost,\n"
-	       "123 limit reached, 124 timed out, 125 usage error, 126 cannot execute,\n"
-	       "127 command not found.\n");
+	       "121 sandbox set-up failed (or no sandbox ID), 122 controller unavailable or its\n"
+	       "launcher lost, "
+	       "123 limit reached, 124 timed out, 125 usage error,\n"
+	       "126 cannot execute, 127 command not found.\n");
 }
 
 static int parse_size(const char *s, uint64_t *ret)
@@ -118,10 +123,186 @@ static json_t *patch_arr(json_t *obj, const char *key)
 	return a;
 }
 
-static int usage_error(const char *what, const char *arg)
+int cli_usage_error(const char *cmd, const char *what, const char *arg)
 {
-	fprintf(stderr, "cordon: %s: \"%s\"\nTry 'cordon run --help'.\n", what, arg);
+	fprintf(stderr, "cordon: %s: \"%s\"\nTry 'cordon %s --help'.\n", what, arg, cmd);
 	return CLI_EXIT_USAGE;
+}
+
+int cli_policy_opts_init(struct cli_policy_opts *po, const char *cmd)
+{
+	*po = (struct cli_policy_opts){ .cmd = cmd, .patch = json_object() };
+	return po->patch ? 0 : -ENOMEM;
+}
+
+void cli_policy_opts_done(struct cli_policy_opts *po)
+{
+	json_decref(po->policy);
+	json_decref(po->patch);
+	*po = (struct cli_policy_opts){ 0 };
+}
+
+static int parse_access(const char *s, const char **ret)
+{
+	if (streq(s, "read-only") || streq(s, "ro"))
+		*ret = "read-only";
+	else if (streq(s, "read-write") || streq(s, "rw"))
+		*ret = "read-write";
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int cli_policy_set_workspace_access(struct cli_policy_opts *po, const char *access)
+{
+	json_t *ws = patch_obj(patch_obj(po->patch, "filesystem"), "workspace");
+
+	if (!ws)
+		return -ENOMEM;
+	return json_object_set_new(ws, "access", json_string(access)) < 0 ? -ENOMEM : 0;
+}
+
+int cli_policy_option(struct cli_policy_opts *po, int c, const char *arg)
+{
+	json_t *patch = po->patch;
+	uint64_t v;
+
+	switch (c) {
+	case CLI_OPT_POLICY: {
+		json_error_t je;
+
+		json_decref(po->policy);
+		po->policy = json_load_file(arg, JSON_REJECT_DUPLICATES, &je);
+		if (!po->policy) {
+			fprintf(stderr, "cordon: policy \"%s\": line %d column %d: %s\n", arg,
+				je.line, je.column, je.text);
+			return CLI_EXIT_POLICY;
+		}
+		po->policy_file = arg;
+		break;
+	}
+	case CLI_OPT_RO:
+	case CLI_OPT_RW:
+	case CLI_OPT_DENY:
+		json_array_append_new(patch_arr(patch_obj(patch, "filesystem"),
+						c == CLI_OPT_RO	  ? "read"
+						: c == CLI_OPT_RW ? "write"
+								  : "deny"),
+				      json_string(arg));
+		break;
+	case CLI_OPT_WORKSPACE: {
+		_cleanup_free_ char *p = strdup(arg);
+		char *colon;
+
+		if (!p)
+			return CLI_EXIT_FAILURE;
+		colon = strrchr(p, ':');
+		if (colon && (streq(colon, ":ro") || streq(colon, ":rw"))) {
+			po->workspace_access = streq(colon, ":ro") ? "read-only" : "read-write";
+			*colon = '\0';
+		}
+		if (isempty(p))
+			return cli_usage_error(po->cmd, "--workspace needs a directory", arg);
+		json_object_set_new(patch_obj(patch_obj(patch, "filesystem"), "workspace"), "path",
+				    json_string(p));
+		po->workspace_given = true;
+		break;
+	}
+	case CLI_OPT_WORKSPACE_ACCESS:
+		if (parse_access(arg, &po->workspace_access) < 0)
+			return cli_usage_error(
+				po->cmd, "--workspace-access must be read-only or read-write", arg);
+		break;
+	case CLI_OPT_NET:
+		if (!streq(arg, "none") && !streq(arg, "loopback") && !streq(arg, "proxy") &&
+		    !streq(arg, "host"))
+			return cli_usage_error(po->cmd,
+					       "--net must be none, loopback, proxy or host", arg);
+		json_object_set_new(patch_obj(patch, "network"), "mode", json_string(arg));
+		break;
+	case CLI_OPT_ALLOW_DOMAIN:
+	case CLI_OPT_DENY_DOMAIN:
+		json_array_append_new(patch_arr(patch_obj(patch, "network"),
+						c == CLI_OPT_ALLOW_DOMAIN ? "allowDomains"
+									  : "denyDomains"),
+				      json_string(arg));
+		break;
+	case CLI_OPT_RESOLVE: {
+		/* curl's HOST:PORT:ADDRESS (the pin holds for every port of HOST), or the
+		 * policy's own HOST=ADDRESS. */
+		const char *c1 = strchr(arg, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		_cleanup_free_ char *pin = NULL;
+
+		if (strchr(arg, '='))
+			pin = strdup(arg);
+		else if (c1 && c2 && c1 > arg && c2[1])
+			pin = strdup_printf("%.*s=%s", (int)(c1 - arg), arg, c2 + 1);
+		else
+			return cli_usage_error(po->cmd, "--resolve needs HOST:PORT:ADDRESS", arg);
+		json_array_append_new(patch_arr(patch_obj(patch, "network"), "resolve"),
+				      json_string(pin));
+		break;
+	}
+	case CLI_OPT_ENV: {
+		const char *eq = strchr(arg, '=');
+		json_t *e = patch_obj(patch, "env");
+
+		if (eq == arg)
+			return cli_usage_error(po->cmd, "--env needs a NAME", arg);
+		if (eq) {
+			_cleanup_free_ char *name = strndup(arg, (size_t)(eq - arg));
+
+			json_object_set_new(patch_obj(e, "set"), name, json_string(eq + 1));
+		} else
+			json_array_append_new(patch_arr(e, "pass"), json_string(arg));
+		break;
+	}
+	case CLI_OPT_TIMEOUT:
+		if (safe_atou64(arg, &v) < 0 || v == 0)
+			return cli_usage_error(po->cmd,
+					       "--timeout needs a positive number of seconds", arg);
+		json_object_set_new(patch_obj(patch, "limits"), "wallSeconds",
+				    json_integer((json_int_t)v));
+		break;
+	case CLI_OPT_MEMORY:
+	case CLI_OPT_MAX_OUTPUT:
+		if (parse_size(arg, &v) < 0 || v == 0)
+			return cli_usage_error(po->cmd,
+					       "expected a size in bytes (suffix K, M or G)", arg);
+		json_object_set_new(patch_obj(patch, "limits"),
+				    c == CLI_OPT_MEMORY ? "memoryBytes" : "maxOutputBytes",
+				    json_integer((json_int_t)v));
+		break;
+	case CLI_OPT_PIDS:
+		if (safe_atou64(arg, &v) < 0 || v == 0)
+			return cli_usage_error(po->cmd, "--pids needs a positive number", arg);
+		json_object_set_new(patch_obj(patch, "limits"), "pids",
+				    json_integer((json_int_t)v));
+		break;
+	default:
+		return CLI_EXIT_USAGE;
+	}
+	return CLI_EXIT_OK;
+}
+
+/*
+ * An error reply to a request in an acquired sandbox that names no sandbox (released, never
+ * acquired, or still running its setup hook) says so plainly: exit 121, as for a sandbox that
+ * could not be built. Anything else as cli_report_error().
+ */
+static int report_run_error(json_t *error, const char *what, const char *sandbox)
+{
+	json_t *data = json_object_get(error, "data");
+	const char *field = json_string_value(json_object_get(data, "field"));
+
+	if (sandbox && field && streq(field, "params.sandbox")) {
+		fprintf(stderr,
+			"cordon: %s: no sandbox \"%s\": it was released or never acquired "
+			"('cordon sandbox list' shows the sandboxes)\n",
+			what, sandbox);
+		return CLI_EXIT_SETUP;
+	}
+	return cli_report_error(error, what);
 }
 
 struct run_state {
@@ -268,172 +449,45 @@ static int wait_forwarding_signals(struct cli *cli, struct run_state *st)
 int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 {
 	enum {
-		OPT_POLICY = 0x100,
-		OPT_RO,
-		OPT_RW,
-		OPT_DENY,
-		OPT_WORKSPACE,
-		OPT_CWD,
-		OPT_NET,
-		OPT_ALLOW_DOMAIN,
-		OPT_DENY_DOMAIN,
-		OPT_RESOLVE,
-		OPT_ENV,
-		OPT_TIMEOUT,
-		OPT_MEMORY,
-		OPT_PIDS,
-		OPT_MAX_OUTPUT,
+		OPT_CWD = CLI_OPT_POLICY_END,
+		OPT_SANDBOX,
 		OPT_DETACH,
 		OPT_JSON,
 	};
-	static const struct option opts[] = {
-		{ "policy", required_argument, NULL, OPT_POLICY },
-		{ "ro", required_argument, NULL, OPT_RO },
-		{ "rw", required_argument, NULL, OPT_RW },
-		{ "deny", required_argument, NULL, OPT_DENY },
-		{ "workspace", required_argument, NULL, OPT_WORKSPACE },
-		{ "cwd", required_argument, NULL, OPT_CWD },
-		{ "net", required_argument, NULL, OPT_NET },
-		{ "allow-domain", required_argument, NULL, OPT_ALLOW_DOMAIN },
-		{ "deny-domain", required_argument, NULL, OPT_DENY_DOMAIN },
-		{ "resolve", required_argument, NULL, OPT_RESOLVE },
-		{ "env", required_argument, NULL, OPT_ENV },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "memory", required_argument, NULL, OPT_MEMORY },
-		{ "pids", required_argument, NULL, OPT_PIDS },
-		{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
-		{ "detach", no_argument, NULL, OPT_DETACH },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	_cleanup_json_ json_t *patch = json_object(), *params = json_object(), *policy = NULL;
+	static const struct option opts[] = { CLI_POLICY_OPTIONS,
+					      { "cwd", required_argument, NULL, OPT_CWD },
+					      { "sandbox", required_argument, NULL, OPT_SANDBOX },
+					      { "detach", no_argument, NULL, OPT_DETACH },
+					      { "json", no_argument, NULL, OPT_JSON },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
+	const char *name = capture ? "exec" : "run";
+	_cleanup_(cli_policy_opts_done) struct cli_policy_opts po = { 0 };
+	_cleanup_json_ json_t *params = json_object();
 	_cleanup_json_ json_t *result = NULL, *error = NULL, *cmd = json_array(),
 			      *env = json_array();
 	_cleanup_free_ char *cwd = NULL;
-	const char *cwd_in = NULL;
+	const char *cwd_in = NULL, *sandbox = NULL;
 	struct run_state st = { 0 };
 	unsigned long long t_start = now_usec(), t_connected, t_answered;
 	bool detach = false;
-	uint64_t v;
 	int c, r;
 
-	if (!patch || !params || !cmd || !env)
-		return log_error_errno(ENOMEM, "out of memory");
+	if (cli_policy_opts_init(&po, name) < 0 || !params || !cmd || !env)
+		return log_error_errno(ENOMEM, "out of memory"), CLI_EXIT_FAILURE;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'h':
 			run_usage(capture);
 			return CLI_EXIT_OK;
-		case OPT_POLICY: {
-			json_error_t je;
-
-			json_decref(policy);
-			policy = json_load_file(optarg, JSON_REJECT_DUPLICATES, &je);
-			if (!policy) {
-				fprintf(stderr, "cordon: policy \"%s\": line %d column %d: %s\n",
-					optarg, je.line, je.column, je.text);
-				return CLI_EXIT_POLICY;
-			}
-			break;
-		}
-		case OPT_RO:
-		case OPT_RW:
-		case OPT_DENY:
-			json_array_append_new(patch_arr(patch_obj(patch, "filesystem"),
-							c == OPT_RO   ? "read"
-							: c == OPT_RW ? "write"
-								      : "deny"),
-					      json_string(optarg));
-			break;
-		case OPT_WORKSPACE: {
-			_cleanup_free_ char *p = strdup(optarg);
-			const char *access = "read-write";
-			char *colon;
-
-			if (!p)
-				return CLI_EXIT_FAILURE;
-			colon = strrchr(p, ':');
-			if (colon && (streq(colon, ":ro") || streq(colon, ":rw"))) {
-				access = streq(colon, ":ro") ? "read-only" : "read-write";
-				*colon = '\0';
-			}
-			if (isempty(p))
-				return usage_error("--workspace needs a directory", optarg);
-			json_object_set_new(patch_obj(patch, "filesystem"), "workspace",
-					    json_pack("{s:s,s:s}", "path", p, "access", access));
-			break;
-		}
 		case OPT_CWD:
 			cwd_in = optarg;
 			break;
-		case OPT_NET:
-			if (!streq(optarg, "none") && !streq(optarg, "loopback") &&
-			    !streq(optarg, "proxy") && !streq(optarg, "host"))
-				return usage_error("--net must be none, loopback, proxy or host",
-						   optarg);
-			json_object_set_new(patch_obj(patch, "network"), "mode",
-					    json_string(optarg));
-			break;
-		case OPT_ALLOW_DOMAIN:
-		case OPT_DENY_DOMAIN:
-			json_array_append_new(patch_arr(patch_obj(patch, "network"),
-							c == OPT_ALLOW_DOMAIN ? "allowDomains"
-									      : "denyDomains"),
-					      json_string(optarg));
-			break;
-		case OPT_RESOLVE: {
-			/* curl's HOST:PORT:ADDRESS (the pin holds for every port of HOST), or the
-			 * policy's own HOST=ADDRESS. */
-			const char *c1 = strchr(optarg, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-			_cleanup_free_ char *pin = NULL;
-
-			if (strchr(optarg, '='))
-				pin = strdup(optarg);
-			else if (c1 && c2 && c1 > optarg && c2[1])
-				pin = strdup_printf("%.*s=%s", (int)(c1 - optarg), optarg, c2 + 1);
-			else
-				return usage_error("--resolve needs HOST:PORT:ADDRESS", optarg);
-			json_array_append_new(patch_arr(patch_obj(patch, "network"), "resolve"),
-					      json_string(pin));
-			break;
-		}
-		case OPT_ENV: {
-			const char *eq = strchr(optarg, '=');
-			json_t *e = patch_obj(patch, "env");
-
-			if (eq == optarg)
-				return usage_error("--env needs a NAME", optarg);
-			if (eq) {
-				_cleanup_free_ char *name = strndup(optarg, (size_t)(eq - optarg));
-
-				json_object_set_new(patch_obj(e, "set"), name, json_string(eq + 1));
-			} else
-				json_array_append_new(patch_arr(e, "pass"), json_string(optarg));
-			break;
-		}
-		case OPT_TIMEOUT:
-			if (safe_atou64(optarg, &v) < 0 || v == 0)
-				return usage_error("--timeout needs a positive number of seconds",
-						   optarg);
-			json_object_set_new(patch_obj(patch, "limits"), "wallSeconds",
-					    json_integer((json_int_t)v));
-			break;
-		case OPT_MEMORY:
-		case OPT_MAX_OUTPUT:
-			if (parse_size(optarg, &v) < 0 || v == 0)
-				return usage_error("expected a size in bytes (suffix K, M or G)",
-						   optarg);
-			json_object_set_new(patch_obj(patch, "limits"),
-					    c == OPT_MEMORY ? "memoryBytes" : "maxOutputBytes",
-					    json_integer((json_int_t)v));
-			break;
-		case OPT_PIDS:
-			if (safe_atou64(optarg, &v) < 0 || v == 0)
-				return usage_error("--pids needs a positive number", optarg);
-			json_object_set_new(patch_obj(patch, "limits"), "pids",
-					    json_integer((json_int_t)v));
+		case OPT_SANDBOX:
+			if (isempty(optarg))
+				return cli_usage_error(name, "--sandbox needs an id", optarg);
+			sandbox = optarg;
 			break;
 		case OPT_DETACH:
 			detach = true;
@@ -442,17 +496,35 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 			cli->json = true;
 			break;
 		default:
-			fprintf(stderr, "Try 'cordon %s --help'.\n", capture ? "exec" : "run");
+			if (c >= CLI_OPT_POLICY && c < CLI_OPT_POLICY_END) {
+				r = cli_policy_option(&po, c, optarg);
+				if (r != CLI_EXIT_OK)
+					return r;
+				break;
+			}
+			fprintf(stderr, "Try 'cordon %s --help'.\n", name);
 			return CLI_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "cordon: no command given\nTry 'cordon %s --help'.\n",
-			capture ? "exec" : "run");
+		fprintf(stderr, "cordon: no command given\nTry 'cordon %s --help'.\n", name);
 		return CLI_EXIT_USAGE;
 	}
 	if (detach && capture)
-		return usage_error("--detach goes with run, not exec", "--detach");
+		return cli_usage_error(name, "--detach goes with run, not exec", "--detach");
+	if (sandbox && po.policy)
+		return cli_usage_error(
+			name,
+			"--policy does not go with --sandbox (the sandbox's policy is "
+			"the base; narrow it with the other options)",
+			po.policy_file);
+	/* The workspace's access: as the command line says; a --workspace DIR alone is
+	 * read-write (the default's), except in a sandbox, whose access it keeps. */
+	if (po.workspace_access || (po.workspace_given && !sandbox)) {
+		r = cli_policy_set_workspace_access(&po, po.workspace_access ?: "read-write");
+		if (r < 0)
+			return log_error_errno(r, "out of memory"), CLI_EXIT_FAILURE;
+	}
 	for (int i = optind; i < argc; i++)
 		json_array_append_new(cmd, json_string(argv[i]));
 	for (char **e = environ; *e; e++)
@@ -462,10 +534,12 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 		return log_error_errno(errno, "cannot determine the current directory: %m"),
 		       CLI_EXIT_FAILURE;
 
-	if (policy)
-		json_object_set(params, "policy", policy);
-	if (json_object_size(patch) > 0)
-		json_object_set(params, "policyPatch", patch);
+	if (po.policy)
+		json_object_set(params, "policy", po.policy);
+	if (json_object_size(po.patch) > 0)
+		json_object_set(params, "policyPatch", po.patch);
+	if (sandbox)
+		json_object_set_new(params, "sandbox", json_string(sandbox));
 	json_object_set(params, "argv", cmd);
 	json_object_set(params, "env", env);
 	json_object_set_new(params, "callerCwd", json_string(cwd));
@@ -480,9 +554,12 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 	if (capture) {
 		json_t *out, *err;
 
-		r = cli_call_simple(cli, "process.exec", json_incref(params), &result, "exec");
-		if (r != CLI_EXIT_OK)
-			return r;
+		r = cli_call(cli, "process.exec", json_incref(params), NULL, 0, &result, &error,
+			     NULL, NULL);
+		if (r == -EREMOTEIO)
+			return report_run_error(error, "exec", sandbox);
+		if (r < 0)
+			return CLI_EXIT_UNAVAILABLE;
 		if (cli->json) {
 			cli_print_json(result);
 			return exit_status_of(result);
@@ -530,7 +607,7 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 	r = cli_call(cli, "process.spawn", json_incref(params), (const int[]){ 0, 1, 2 },
 		     detach ? 0 : 3, &result, &error, on_notify, &st);
 	if (r == -EREMOTEIO)
-		return cli_report_error(error, "run");
+		return report_run_error(error, "run", sandbox);
 	if (r < 0)
 		return CLI_EXIT_UNAVAILABLE;
 	t_answered = now_usec();

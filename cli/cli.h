@@ -56,8 +56,72 @@ int cli_call(struct cli *cli, const char *method, json_t *params, const int *fds
 int cli_report_error(json_t *error, const char *what);
 int cli_exit_from_code(int code);
 
+/*
+ * The policy options that run, exec and `sandbox acquire` share (cli-run.c): each adds to the
+ * policy (the default, the one given with --policy, or the sandbox's) as a policy patch.
+ * A command's getopt table lists CLI_POLICY_OPTIONS, its own options numbered from
+ * CLI_OPT_POLICY_END, and hands every CLI_OPT_* to cli_policy_option().
+ */
+enum {
+	CLI_OPT_POLICY = 0x100,
+	CLI_OPT_RO,
+	CLI_OPT_RW,
+	CLI_OPT_DENY,
+	CLI_OPT_WORKSPACE,
+	CLI_OPT_WORKSPACE_ACCESS,
+	CLI_OPT_NET,
+	CLI_OPT_ALLOW_DOMAIN,
+	CLI_OPT_DENY_DOMAIN,
+	CLI_OPT_RESOLVE,
+	CLI_OPT_ENV,
+	CLI_OPT_TIMEOUT,
+	CLI_OPT_MEMORY,
+	CLI_OPT_PIDS,
+	CLI_OPT_MAX_OUTPUT,
+	CLI_OPT_POLICY_END,
+};
+
+/* clang-format off */
+#define CLI_POLICY_OPTIONS						\
+	{ "policy", required_argument, NULL, CLI_OPT_POLICY },		\
+	{ "ro", required_argument, NULL, CLI_OPT_RO },			\
+	{ "rw", required_argument, NULL, CLI_OPT_RW },			\
+	{ "deny", required_argument, NULL, CLI_OPT_DENY },		\
+	{ "workspace", required_argument, NULL, CLI_OPT_WORKSPACE },	\
+	{ "workspace-access", required_argument, NULL, CLI_OPT_WORKSPACE_ACCESS }, \
+	{ "net", required_argument, NULL, CLI_OPT_NET },		\
+	{ "allow-domain", required_argument, NULL, CLI_OPT_ALLOW_DOMAIN }, \
+	{ "deny-domain", required_argument, NULL, CLI_OPT_DENY_DOMAIN }, \
+	{ "resolve", required_argument, NULL, CLI_OPT_RESOLVE },	\
+	{ "env", required_argument, NULL, CLI_OPT_ENV },		\
+	{ "timeout", required_argument, NULL, CLI_OPT_TIMEOUT },	\
+	{ "memory", required_argument, NULL, CLI_OPT_MEMORY },		\
+	{ "pids", required_argument, NULL, CLI_OPT_PIDS },		\
+	{ "max-output", required_argument, NULL, CLI_OPT_MAX_OUTPUT }
+/* clang-format on */
+
+struct cli_policy_opts {
+	const char *cmd;	      /* for messages: "run", "sandbox acquire" */
+	json_t *policy;		      /* --policy FILE, parsed */
+	json_t *patch;		      /* everything else, as a policy patch */
+	const char *policy_file;      /* --policy's FILE */
+	const char *workspace_access; /* "read-only"/"read-write" when the command line says */
+	bool workspace_given;	      /* --workspace DIR */
+};
+
+int cli_policy_opts_init(struct cli_policy_opts *po, const char *cmd);
+void cli_policy_opts_done(struct cli_policy_opts *po);
+/* Apply option c (a CLI_OPT_* below CLI_OPT_POLICY_END) with argument arg: CLI_EXIT_OK, or the
+ * exit code after saying why. */
+int cli_policy_option(struct cli_policy_opts *po, int c, const char *arg);
+/* Set patch.filesystem.workspace.access. */
+int cli_policy_set_workspace_access(struct cli_policy_opts *po, const char *access);
+/* A usage error: "cordon: WHAT: "ARG"" and where to look; CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *what, const char *arg);
+
 /* Subcommands. */
 int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture);
+int cli_cmd_sandbox(struct cli *cli, int argc, char **argv);
 int cli_cmd_ps(struct cli *cli, int argc, char **argv);
 int cli_cmd_kill(struct cli *cli, int argc, char **argv);
 int cli_cmd_wait(struct cli *cli, int argc, char **argv);

@@ -5,6 +5,7 @@ cordon_SOURCES = \
 	%reldir%/cli-main.c \
 	%reldir%/cli-client.c \
 	%reldir%/cli-run.c \
+	%reldir%/cli-sandbox.c \
 	%reldir%/cli-cmds.c \
 	%reldir%/cli-pack.c \
 	%reldir%/cli-interact.c \
@@ -17,10 +18,12 @@ cordon_LDFLAGS = $(AM_LDFLAGS) $(CLI_LDFLAGS)
 ## End-to-end tests through the CLI (controller started on demand, user-mode launcher).
 TESTS += \
 	tests/integration/cli-run.sh \
+	tests/integration/cli-sandbox.sh \
 	tests/integration/cli-persistence.sh
 EXTRA_DIST += \
 	tests/integration/cli-lib.sh \
 	tests/integration/cli-run.sh \
+	tests/integration/cli-sandbox.sh \
 	tests/integration/cli-persistence.sh
 ## builtin:host refuses what it cannot honour and keeps the wall timeout.
 TESTS += tests/integration/backend-host.sh
