@@ -350,6 +350,18 @@ static const char *const enforces_names[] = { "filesystem", "network", "limits",
 					      "syscalls",   "env",     NULL };
 static const char *const network_names[] = { "none", "loopback", "proxy", "host", NULL };
 
+static const char *const attach_names[_BACKEND_ATTACH_MAX] = {
+	[BACKEND_ATTACH_DIRECT] = "direct",
+	[BACKEND_ATTACH_BIND] = "bind",
+	[BACKEND_ATTACH_TRANSFER] = "transfer",
+	[BACKEND_ATTACH_NONE] = "none",
+};
+
+const char *backend_attach_to_string(enum backend_attach a)
+{
+	return (unsigned)a < _BACKEND_ATTACH_MAX ? attach_names[a] : NULL;
+}
+
 static void option_done(struct backend_option *o)
 {
 	free(o->value);
@@ -487,8 +499,10 @@ static int get_name_set(json_t *obj, const char *key, bool required, bool nonemp
 static int parse_claims(json_t *obj, unsigned flags, const char *path, struct backend_claims *ret,
 			struct field_error *err)
 {
-	static const char *const keys[] = { "platforms",    "enforces",		 "isolation",
-					    "networkModes", "readOnlyWorkspace", NULL };
+	static const char *const keys[] = {
+		"platforms",	     "enforces",  "isolation", "networkModes",
+		"readOnlyWorkspace", "workspace", NULL
+	};
 	struct backend_claims c = { .isolation = _BACKEND_ISOLATION_MAX };
 	const char *iso = "";
 	int r, k;
@@ -524,6 +538,17 @@ static int parse_claims(json_t *obj, unsigned flags, const char *path, struct ba
 	r = ipc_json_get_bool(obj, "readOnlyWorkspace", false, path, &c.read_only_workspace, err);
 	if (r < 0)
 		return r;
+	iso = NULL;
+	r = ipc_json_get_string(obj, "workspace", false, path, &iso, err);
+	if (r < 0)
+		return r;
+	for (k = 0; iso && k < _BACKEND_ATTACH_MAX; k++)
+		if (streq(attach_names[k], iso))
+			break;
+	if (iso && k == _BACKEND_ATTACH_MAX)
+		return field_error_set(err, -EINVAL, path, "workspace",
+				       "unknown attachment (direct, bind, transfer or none)");
+	c.workspace = iso ? (enum backend_attach)k : BACKEND_ATTACH_DIRECT;
 	*ret = c;
 	return 0;
 }
@@ -861,12 +886,13 @@ int backend_descriptor_to_json(const struct backend_descriptor *d, json_t **ret)
 	_cleanup_json_ json_t *o = NULL;
 	json_t *fields, *claims;
 
-	o = json_pack("{s:s, s:s, s:s, s:{s:[]}, s:{s:o*, s:o*, s:s, s:b}}", "kind", d->kind,
+	o = json_pack("{s:s, s:s, s:s, s:{s:[]}, s:{s:o*, s:o*, s:s, s:b, s:s}}", "kind", d->kind,
 		      "name", d->name, "description", d->description, "settings", "fields",
 		      "claims", "platforms", name_set_to_json(d->claims.platforms, platform_names),
 		      "enforces", name_set_to_json(d->claims.enforces, enforces_names), "isolation",
 		      isolation_names[d->claims.isolation], "readOnlyWorkspace",
-		      d->claims.read_only_workspace);
+		      d->claims.read_only_workspace, "workspace",
+		      attach_names[d->claims.workspace]);
 	if (!o)
 		return -ENOMEM;
 	claims = json_object_get(o, "claims");

@@ -13,7 +13,8 @@
  *   {"kind", "name", "description",
  *    "settings": {"fields": [{"id", "type", "label", "description"?, "required"?,
  *                             "defaultValue"?, "options"? (select only)}]},
- *    "claims": {"platforms", "enforces", "isolation", "networkModes"?, "readOnlyWorkspace"?}}
+ *    "claims": {"platforms", "enforces", "isolation", "networkModes"?, "readOnlyWorkspace"?,
+ *               "workspace"?}}
  * Unknown keys anywhere are refused by name. Every string of a descriptor is display text for
  * some client and obeys one rule (backend_text_is_safe()): at most 1 KiB, no control characters
  * (C0 including tab and newline, DEL, C1, U+2028/U+2029), no '<' or '>', no Unicode
@@ -143,12 +144,23 @@ enum {
 	BACKEND_NETWORK_HOST = 1U << 3,
 };
 
+/* How a backend attaches a workspace (claims.workspace; default direct). */
+enum backend_attach {
+	BACKEND_ATTACH_DIRECT,	 /* the command sees the host path itself (auto, host) */
+	BACKEND_ATTACH_BIND,	 /* an engine binds the host path at a mount point */
+	BACKEND_ATTACH_TRANSFER, /* a tar of the tree in at acquire, a tar of it back at release */
+	BACKEND_ATTACH_NONE,	 /* no workspace: a request with one is refused */
+	_BACKEND_ATTACH_MAX,
+};
+const char *backend_attach_to_string(enum backend_attach a);
+
 struct backend_claims {
 	unsigned platforms;	/* BACKEND_PLATFORM_*, at least one */
 	unsigned enforces;	/* BACKEND_ENFORCES_*, may be 0 */
 	unsigned network_modes; /* BACKEND_NETWORK_*, 0 when not claimed */
 	enum backend_isolation isolation;
-	bool read_only_workspace; /* can enforce a read-only workspace (SPEC §7) */
+	bool read_only_workspace; /* can enforce a read-only workspace */
+	enum backend_attach workspace;
 };
 
 struct backend_descriptor {

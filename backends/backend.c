@@ -13,6 +13,7 @@
 
 #include "backends/backend.h"
 #include "common/event.h"
+#include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -20,14 +21,27 @@
 
 static unsigned long long instance_counter;
 
-
 int backend_instance_new(struct backend_host *h, const struct backend_ops *ops,
 			 struct backend_instance **ret)
 {
 	struct backend_instance *bi = calloc(1, sizeof(*bi));
+	_cleanup_backend_descriptor_ struct backend_descriptor *d = NULL;
+	_cleanup_json_ json_t *desc = ops->descriptor ? ops->descriptor(ops) : NULL;
+	struct field_error fe = { 0 };
+	int r;
 
 	if (!bi)
 		return -ENOMEM;
+	/* The claims are what the core holds every request against: parsed once, here. */
+	r = desc ? backend_descriptor_from_json(
+			   desc, streq(ops->source, "builtin") ? BACKEND_DESCRIPTOR_BUILTIN : 0,
+			   "descriptor", &d, &fe)
+		 : -ENOMEM;
+	if (r < 0) {
+		free(bi);
+		return r;
+	}
+	bi->claims = d->claims;
 	bi->host = h;
 	bi->ops = ops;
 	bi->refs = 1;
@@ -87,8 +101,8 @@ static void dispose_done(struct backend_instance *bi, int r, const char *message
 		 * and retry in the background. */
 		if (dr->attempts == 0)
 			bi->host->event(bi->host, "backend-cleanup-failed",
-					 json_pack("{s:s,s:s}", "launcher", bi->name, "error",
-						   message ? message : strerror(-r)));
+					json_pack("{s:s,s:s}", "launcher", bi->name, "error",
+						  message ? message : strerror(-r)));
 		/* Retried in the background, but not past our own exit. */
 		if (++dr->attempts < 10 && !bi->host->exiting) {
 			log_warning_errno(r, "cleanup of %s failed (attempt %u: %s); retrying: %m",
@@ -99,8 +113,8 @@ static void dispose_done(struct backend_instance *bi, int r, const char *message
 		log_error_errno(r, "giving up the cleanup of %s: %m", bi->name);
 	}
 	bi->host->event(bi->host, "backend-disposed",
-			 json_pack("{s:s,s:b,s:i}", "launcher", bi->name, "ok", r >= 0, "attempts",
-				   (int)dr->attempts + 1));
+			json_pack("{s:s,s:b,s:i}", "launcher", bi->name, "ok", r >= 0, "attempts",
+				  (int)dr->attempts + 1));
 	for (struct dispose_retry **p = &disposals; *p; p = &(*p)->next)
 		if (*p == dr) {
 			*p = dr->next;
@@ -134,7 +148,6 @@ void backend_instance_unref(struct backend_instance *bi)
 	bi->ops->free(bi);
 	free(bi);
 }
-
 
 bool backend_disposals_pending(void)
 {

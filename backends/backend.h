@@ -23,6 +23,8 @@
 
 #include <jansson.h>
 
+#include "backends/backend-descriptor.h"
+
 struct backend_instance;
 struct backend_ref;
 struct compiled_plan;
@@ -70,6 +72,36 @@ typedef void (*backend_done_cb)(struct backend_instance *bi, int r, const char *
 typedef void (*backend_spawn_cb)(struct backend_instance *bi, const char *sandbox, int pidfd,
 				 int proxy_fd, pid_t pid, json_t *error, void *ud);
 
+/*
+ * A workspace as a backend is handed it (a spawn, a lease). How a backend attaches it is its
+ * descriptor's claims.workspace: direct (the command sees the host path itself), bind (an
+ * engine binds host_path at mount_point), transfer (a tar of the tree goes to the backend at
+ * acquire and a tar of its tree comes back at release), none.
+ */
+struct backend_workspace {
+	const char *host_path;	 /* canonical; NULL: the request has no workspace */
+	int dir_fd;		 /* O_PATH directory opened by the controller as the user, or -1 */
+	bool read_only;		 /* the policy's access */
+	const char *mount_point; /* where the command sees it: the host path, or the lease's */
+	const char *cwd;	 /* the command's cwd relative to mount_point ("." for its root);
+				  * NULL when the cwd is outside the workspace */
+};
+
+/* A spawn: the compiled plan (docs/PROTOCOL.md §1.3) with the fds it names by index, and what
+ * contract v2 adds. */
+struct backend_spawn {
+	json_t *plan;
+	const int *fds;
+	size_t n_fds;
+	const char *lease; /* the acquired sandbox it runs in, or NULL for a one-shot run */
+	const struct backend_workspace *workspace;
+};
+
+/* Completion of acquire: mount_point is where the lease presents the workspace (NULL: at its
+ * host path). */
+typedef void (*backend_acquire_cb)(struct backend_instance *bi, int r, const char *message,
+				   const char *mount_point, void *ud);
+
 struct backend_ops {
 	const char *source;  /* "builtin" or "pack" */
 	const char *pack_id; /* the pack's id; NULL for a built-in */
@@ -77,7 +109,8 @@ struct backend_ops {
 	bool confined; /* false only for builtin:host: never chosen implicitly */
 	/* The descriptor (name, description, settings.fields, claims): data only. */
 	json_t *(*descriptor)(const struct backend_ops *ops);
-	/* Activation steps 3 and 4 (SPEC §5), each completing exactly once through done. */
+	/* The activation's configure, prepare and probe steps, each completing exactly once
+	 * through done. */
 	void (*configure)(struct backend_instance *bi, json_t *settings, json_t *secrets,
 			  backend_done_cb done, void *ud);
 	void (*prepare)(struct backend_instance *bi, backend_done_cb done, void *ud);
@@ -88,8 +121,20 @@ struct backend_ops {
 	 * (the request's policy, parsed and resolved): -EPERM or -EOPNOTSUPP, fe naming the field. */
 	int (*admit)(struct backend_instance *bi, const struct policy *policy,
 		     struct field_error *fe);
-	int (*spawn)(struct backend_instance *bi, json_t *plan, const int *fds, size_t n_fds,
+	int (*spawn)(struct backend_instance *bi, const struct backend_spawn *req,
 		     backend_spawn_cb cb, void *ud);
+	/* Optional (NULL: nothing to do per lease). A lease begins: for a transfer backend
+	 * archive_fd is the read end of a pipe carrying a tar of the workspace (the callee owns
+	 * it), else -1. Completes exactly once through done. */
+	void (*acquire)(struct backend_instance *bi, const char *lease,
+			const struct backend_workspace *ws, int archive_fd, backend_acquire_cb done,
+			void *ud);
+	/* Optional. A lease ends (its processes are gone): for a transfer backend archive_fd is
+	 * the write end of a pipe into which the backend writes a tar of the lease's whole
+	 * workspace tree and then closes it (the callee owns it), else -1. Private staging is
+	 * removed. Completes exactly once through done. */
+	void (*release)(struct backend_instance *bi, const char *lease, int archive_fd,
+			backend_done_cb done, void *ud);
 	int (*kill)(struct backend_instance *bi, const char *sandbox, int sig);
 	/* Release what the instance holds; < 0 is a cleanup failure (retried later). */
 	int (*dispose)(struct backend_instance *bi);
@@ -110,7 +155,8 @@ struct backend_instance {
 	 * the activation (configure, prepare, probe) or the spawn being handed over; 0 for none.
 	 * A pack's host interactions go to it. */
 	uint64_t origin_client;
-	void *data; /* the backend's own state */
+	struct backend_claims claims; /* from the descriptor, parsed once when made */
+	void *data;		      /* the backend's own state */
 };
 
 /* backend.c: the instance lifecycle. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * bench-activation: what activations cost, and what they cost the processes being spawned
- * meanwhile (issue #5: spawn latency during continuous activations within 1.2x of idle; an
+ * meanwhile (targets: spawn latency during continuous activations within 1.2x of idle; an
  * activation of a ready backend under 10 ms of controller time).
  *
  * A child process holds its own controller connection and activates BACKEND back to back while

@@ -8,4 +8,5 @@ libcommon_a_SOURCES = \
 	%reldir%/system.c %reldir%/system.h \
 	%reldir%/event.c %reldir%/event.h \
 	%reldir%/reaper.c %reldir%/reaper.h \
-	%reldir%/paths.c %reldir%/paths-state.c %reldir%/paths.h
+	%reldir%/paths.c %reldir%/paths-state.c %reldir%/paths.h \
+	%reldir%/tar.c %reldir%/tar.h

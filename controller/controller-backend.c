@@ -293,6 +293,10 @@ static void activation_run(struct activation *a)
 	case STEP_SWAP: /* one pointer store; the old instance keeps serving its processes */
 		a->old = c->active;
 		c->active = a->bi;
+		if (a->bi->ops->hello && a->bi->ops->hello(a->bi)) {
+			json_decref(c->confined_hello);
+			c->confined_hello = json_incref(a->bi->ops->hello(a->bi));
+		}
 		activation_run(a);
 		return;
 	case STEP_PERSIST: /* on failure swap back */
@@ -337,8 +341,10 @@ int controller_backend_activate_for(struct controller *c, uint64_t origin_client
 	/* Never unconfined by accident: host only by an explicit request, and only if the floor of
 	 * the running launcher allows host mode. */
 	if (!ops->confined) {
+		/* The floor of the OS launcher (an unconfined instance has none of its own: the
+		 * floor it was allowed by is the one to hold a re-activation against). */
 		json_t *hello = controller_launcher_hello(c);
-		json_t *floor = json_object_get(hello, "floor");
+		json_t *floor = json_object_get(hello ? hello : c->confined_hello, "floor");
 
 		if (!explicit_request)
 			return -EPERM;
@@ -474,6 +480,7 @@ void controller_backends_stop(struct controller *c)
 	backend_disposals_free();
 	backend_launcher_reapers_free();
 	backend_settings_store_free(TAKE_PTR(c->settings));
+	json_decref(TAKE_PTR(c->confined_hello));
 }
 
 /* Start-up: the persisted selection, else (or when it cannot be established) builtin:auto. */

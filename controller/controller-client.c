@@ -92,4 +92,3 @@ int client_notify(struct client *cl, const char *method, json_t *params)
 
 	return client_send(cl, m, NULL, 0);
 }
-

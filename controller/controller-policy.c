@@ -37,6 +37,8 @@ void ctl_plan_done(struct ctl_plan *p)
 	json_decref(TAKE_PTR(p->plan));
 	p->proxy_rules = proxy_rules_unref(p->proxy_rules);
 	strv_free(TAKE_PTR(p->host_exec_absent));
+	free(TAKE_PTR(p->ws_path));
+	free(TAKE_PTR(p->ws_mount));
 }
 
 int ctl_plan_add_fd(struct ctl_plan *p, int fd)
@@ -249,11 +251,11 @@ static int hide_controller_paths(struct controller *c, struct policy *p)
 	return 0;
 }
 
-static int request_ctx_init(struct controller *c, json_t *params, bool need_argv,
-			    struct request_ctx *rc, struct field_error *fe)
+static int request_ctx_init(struct controller *c, struct backend_instance *bi, json_t *params,
+			    bool need_argv, struct request_ctx *rc, struct field_error *fe)
 {
 	_cleanup_json_ json_t *doc = NULL;
-	json_t *hello = controller_launcher_hello(c);
+	json_t *hello = bi && bi->ops->hello ? bi->ops->hello(bi) : NULL;
 	int r;
 
 	r = controller_request_policy(c, params, &doc, fe);
@@ -331,13 +333,67 @@ int controller_compile_default(struct controller *c, json_t *patch, char **argv,
 	return policy_compile(policy, &ctx, ret, fe);
 }
 
-int controller_request_policy_parsed(struct controller *c, json_t *params, json_t **ret_doc,
-				     struct policy **ret_policy, struct field_error *fe)
+static unsigned network_bit(enum policy_network m)
+{
+	switch (m) {
+	case POLICY_NETWORK_NONE:
+		return BACKEND_NETWORK_NONE;
+	case POLICY_NETWORK_LOOPBACK:
+		return BACKEND_NETWORK_LOOPBACK;
+	case POLICY_NETWORK_PROXY:
+		return BACKEND_NETWORK_PROXY;
+	case POLICY_NETWORK_HOST:
+		return BACKEND_NETWORK_HOST;
+	}
+	return 0;
+}
+
+/*
+ * Hold a request against the instance that will run it: its own admit() first, then its
+ * claims. What it cannot honour is refused before anything runs, with the field named: a
+ * workspace it cannot attach, a read-only workspace it cannot enforce, a network mode it lacks.
+ */
+static int backend_admit(struct backend_instance *bi, const struct policy *policy,
+			 struct field_error *fe)
+{
+	const struct backend_claims *cl = &bi->claims;
+	const struct policy_workspace *ws = &policy->fs.workspace;
+	int r;
+
+	if (bi->ops->admit) {
+		r = bi->ops->admit(bi, policy, fe);
+		if (r < 0)
+			return r;
+	}
+	if (ws->present && cl->workspace == BACKEND_ATTACH_NONE)
+		return field_error_set(fe, -EOPNOTSUPP, "filesystem.workspace", NULL,
+				       "the active backend (%s) takes no workspace: ask for none "
+				       "(\"workspace\": null)",
+				       bi->ref);
+	if (ws->present && ws->access == POLICY_ACCESS_READ_ONLY && !cl->read_only_workspace)
+		return field_error_set(fe, -EOPNOTSUPP, "filesystem.workspace.access", NULL,
+				       "the active backend (%s) cannot enforce a read-only "
+				       "workspace: ask for read-write, or activate a backend that "
+				       "can (builtin:auto)",
+				       bi->ref);
+	if (cl->network_modes && !(cl->network_modes & network_bit(policy->net.mode)))
+		return field_error_set(fe, -EOPNOTSUPP, "network.mode", NULL,
+				       "the active backend (%s) does not serve network mode "
+				       "\"%s\"",
+				       bi->ref, policy_network_to_string(policy->net.mode));
+	return 0;
+}
+
+int controller_request_policy_parsed(struct controller *c, struct backend_instance *bi,
+				     json_t *params, json_t **ret_doc, struct policy **ret_policy,
+				     struct field_error *fe)
 {
 	struct request_ctx rc = { 0 };
 	int r;
 
-	r = request_ctx_init(c, params, false, &rc, fe);
+	r = request_ctx_init(c, bi, params, false, &rc, fe);
+	if (r >= 0 && bi)
+		r = backend_admit(bi, rc.policy, fe);
 	if (r >= 0)
 		r = policy_to_json(rc.policy, ret_doc);
 	if (r >= 0)
@@ -432,27 +488,22 @@ static void plan_cache_put(char *key, json_t *hello, struct policy *policy,
 
 /* What the active backend cannot honour is refused, the field named, before anything is
  * compiled for it (an unconfined one refuses a policy without hostExecution). */
-static int backend_admit(struct controller *c, const struct policy *policy, struct field_error *fe)
-{
-	return c->active && c->active->ops->admit ? c->active->ops->admit(c->active, policy, fe)
-						  : 0;
-}
 
-int controller_compile_request(struct controller *c, json_t *params, struct ctl_plan *ret,
-			       struct field_error *fe)
+int controller_compile_request(struct controller *c, struct backend_instance *bi, json_t *params,
+			       struct ctl_plan *ret, struct field_error *fe)
 {
 	struct request_ctx rc = { 0 };
 	struct compiled_plan *cp = NULL;
 	struct plan_cache_entry *e;
 	const struct policy *policy;
-	json_t *hello = controller_launcher_hello(c);
+	json_t *hello = bi->ops->hello ? bi->ops->hello(bi) : NULL;
 	_cleanup_free_ char *key = plan_cache_key(c, params);
 	const char *cwd = NULL;
 	int r;
 
 	e = plan_cache_find(key, hello);
 	if (e) {
-		r = backend_admit(c, e->policy, fe);
+		r = backend_admit(bi, e->policy, fe);
 		if (r < 0)
 			goto out;
 		r = request_ctx_args(c, params, true, &rc, fe);
@@ -473,10 +524,10 @@ int controller_compile_request(struct controller *c, json_t *params, struct ctl_
 		policy = e->policy;
 	} else {
 		plan_cache_misses++;
-		r = request_ctx_init(c, params, true, &rc, fe);
+		r = request_ctx_init(c, bi, params, true, &rc, fe);
 		if (r < 0)
 			goto out;
-		r = backend_admit(c, rc.policy, fe);
+		r = backend_admit(bi, rc.policy, fe);
 		if (r < 0)
 			goto out;
 		r = policy_compile(rc.policy, &rc.ctx, &cp, fe);
@@ -519,6 +570,17 @@ int controller_compile_request(struct controller *c, json_t *params, struct ctl_
 		r = -ENOMEM;
 		goto out;
 	}
+	if (policy->fs.workspace.present) {
+		const struct policy_workspace *ws = &policy->fs.workspace;
+
+		ret->ws_path = strdup(ws->path);
+		ret->ws_mount = strdup(ws->mount_at ? ws->mount_at : ws->path);
+		ret->ws_read_only = ws->access == POLICY_ACCESS_READ_ONLY;
+		if (!ret->ws_path || !ret->ws_mount) {
+			r = -ENOMEM;
+			goto out;
+		}
+	}
 	if (policy->net.mode == POLICY_NETWORK_PROXY) {
 		r = proxy_rules_from_policy(policy, &ret->proxy_rules);
 		if (r < 0) {
@@ -555,7 +617,7 @@ int method_policy_check(struct client *cl, json_t *id, json_t *params, int *fds,
 
 	r = ipc_json_check_keys(params, keys, "params", &fe);
 	if (r >= 0)
-		r = request_ctx_init(cl->ctl, params, false, &rc, &fe);
+		r = request_ctx_init(cl->ctl, cl->ctl->active, params, false, &rc, &fe);
 	if (r >= 0)
 		r = policy_to_json(rc.policy, &normalized);
 	if (r < 0)
@@ -577,7 +639,7 @@ int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fd
 
 	r = ipc_json_check_keys(params, keys, "params", &fe);
 	if (r >= 0)
-		r = request_ctx_init(cl->ctl, params, false, &rc, &fe);
+		r = request_ctx_init(cl->ctl, cl->ctl->active, params, false, &rc, &fe);
 	if (r >= 0)
 		r = policy_explain(rc.policy, &rc.ctx, &explanation);
 	if (r < 0) {

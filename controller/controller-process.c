@@ -88,7 +88,11 @@ struct process {
 	json_t *exit; /* the launcher's exit report, once it came */
 	struct waiter *waiters;
 	bool finished;
-	char *group;		     /* the acquired sandbox (sandbox.acquire) it runs in, if any */
+	char *group; /* the acquired sandbox (sandbox.acquire) it runs in, if any */
+	/* Its workspace as the backend is handed it (struct backend_workspace). */
+	char *ws_path, *ws_mount, *ws_cwd;
+	bool ws_read_only;
+	int ws_fd;
 	struct backend_instance *bi; /* the launcher instance that created it (a reference) */
 	bool starting;		     /* the launcher has not answered the spawn yet */
 	json_t *spawn_id;	     /* spawn: the request to answer once started */
@@ -160,6 +164,10 @@ static void process_free(struct process *p)
 	free(p->sandbox);
 	free(p->launcher);
 	free(p->group);
+	free(p->ws_path);
+	free(p->ws_mount);
+	free(p->ws_cwd);
+	safe_close(p->ws_fd);
 	json_decref(p->spawn_id);
 	json_decref(p->plan);
 	strv_free(p->host_exec_absent);
@@ -633,6 +641,48 @@ static int parse_stdio(json_t *params, int *fds, size_t n_fds, struct start_args
 	return 0;
 }
 
+/* What follows base in path ("" for base itself), or NULL when path is not under base. */
+static const char *path_under(const char *path, const char *base)
+{
+	size_t n = strlen(base);
+
+	if (streq(base, "/"))
+		return path + 1;
+	if (strncmp(path, base, n) != 0 || (path[n] && path[n] != '/'))
+		return NULL;
+	return path[n] ? path + n + 1 : "";
+}
+
+/*
+ * The workspace the backend is handed with the spawn: the policy's, where the sandbox (or the
+ * lease) presents it, the cwd relative to that; a directory fd, opened as the user, for a
+ * backend that does not see the host path itself (not on the hot path of builtin:auto).
+ */
+static int process_workspace(struct process *p, struct ctl_plan *plan, const char *group)
+{
+	const char *lease_mount = group ? controller_sandbox_mount_point(p->ctl, group) : NULL;
+	const char *cwd = json_string_value(json_object_get(p->plan, "cwd"));
+	const char *rel;
+
+	if (!plan->ws_path)
+		return 0;
+	/* The plan's cwd is where the sandbox sees it: relative to the policy's mount point. */
+	rel = cwd ? path_under(cwd, plan->ws_mount) : NULL;
+	if (rel && !(p->ws_cwd = strdup(*rel ? rel : ".")))
+		return -ENOMEM;
+	p->ws_path = TAKE_PTR(plan->ws_path);
+	p->ws_read_only = plan->ws_read_only;
+	p->ws_mount = lease_mount ? strdup(lease_mount) : TAKE_PTR(plan->ws_mount);
+	if (!p->ws_mount)
+		return -ENOMEM;
+	if (p->bi->claims.workspace != BACKEND_ATTACH_DIRECT) {
+		p->ws_fd = open(p->ws_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (p->ws_fd < 0)
+			return -errno;
+	}
+	return 0;
+}
+
 /*
  * Validate, compile and spawn. On success *ret is the registered process (owned by the table);
  * on failure *ret_error is an error object for the requester and the return is negative.
@@ -649,6 +699,8 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	struct ctl_plan plan = { 0 };
 	struct field_error fe = { 0 };
 	struct start_args a = { .exec = exec };
+	struct backend_instance *bi;
+	const char *group = NULL;
 	int out_r[2] = { -1, -1 };
 	struct process *p;
 	unsigned long long t_request = now_usec(), t_compiled;
@@ -704,8 +756,18 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		}
 	}
 
-	/* Before compiling: the plan is compiled for the active launcher's hello. */
-	if (!c->active) {
+	/* The instance that will run it: an acquired sandbox's (its lease pins it), else the
+	 * active one. The plan is compiled for its hello and held against its claims. */
+	if (ipc_json_get_string(params, "sandbox", false, "params", &group, &fe) < 0)
+		goto bad_params;
+	bi = group ? controller_sandbox_instance(c, group) : c->active;
+	if (group && !bi) {
+		field_error_set(&fe, -ENOENT, "params", "sandbox", "no such sandbox");
+		*ret_error = error_field_obj(CORDON_ERR_NOT_FOUND, &fe);
+		r = -ENOENT;
+		goto out;
+	}
+	if (!bi) {
 		*ret_error = error_obj(
 			CORDON_ERR_BACKEND,
 			"the launcher is not available: no launcher is active (its launcher was lost "
@@ -714,7 +776,7 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		r = -ENODEV;
 		goto out;
 	}
-	r = controller_compile_request(c, params, &plan, &fe);
+	r = controller_compile_request(c, bi, params, &plan, &fe);
 	t_compiled = now_usec();
 	/* -EOPNOTSUPP naming a rule: the host cannot enforce it, and it is not optional. */
 	if (r == -EINVAL || r == -EPERM || r == -ENOENT || r == -ERANGE || r == -E2BIG ||
@@ -806,7 +868,8 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	}
 	p->ctl = c;
 	(void)snprintf(p->id, sizeof(p->id), "p%llu", ++c->next_process);
-	p->bi = backend_instance_ref(c->active);
+	p->bi = backend_instance_ref(bi);
+	p->ws_fd = -1;
 	p->launcher = strdup(p->bi->name);
 	p->starting = true;
 	p->pidfd = -1;
@@ -847,14 +910,14 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		p->out[i].eof = p->out[i].fd < 0;
 	}
 	log_debug("%s: compile %llu us", p->id, t_compiled - t_request);
-
-	{
-		const char *group = NULL;
-
-		(void)ipc_json_get_string(params, "sandbox", false, "params", &group, &fe);
-		if (group)
-			p->group = strdup(group);
+	r = process_workspace(p, &plan, group);
+	if (r < 0) {
+		process_free(p);
+		goto fail;
 	}
+
+	if (group)
+		p->group = strdup(group);
 	*ret = p;
 	r = 0;
 	goto out;
@@ -977,14 +1040,30 @@ static void on_spawned(struct backend_instance *bi, const char *sandbox, int pid
 static int process_launch(struct process *p, json_t **ret_error)
 {
 	struct backend_instance *bi;
+	struct backend_workspace ws;
+	struct backend_spawn req;
 	int r;
 
 	p->t_sent = now_usec();
 	/* A pack's host interactions during this spawn go to the spawning client (bi outlives
 	 * p: its freeing is deferred, see backend_instance_unref()). */
 	bi = p->bi;
+	ws = (struct backend_workspace){
+		.host_path = p->ws_path,
+		.dir_fd = p->ws_fd,
+		.read_only = p->ws_read_only,
+		.mount_point = p->ws_mount,
+		.cwd = p->ws_cwd,
+	};
+	req = (struct backend_spawn){
+		.plan = p->plan,
+		.fds = p->plan_fds,
+		.n_fds = p->n_plan_fds,
+		.lease = p->group,
+		.workspace = &ws,
+	};
 	bi->origin_client = p->owner ? p->owner->id : 0;
-	r = bi->ops->spawn(bi, p->plan, p->plan_fds, p->n_plan_fds, on_spawned, p);
+	r = bi->ops->spawn(bi, &req, on_spawned, p);
 	bi->origin_client = 0;
 
 	if (r < 0) {

@@ -52,8 +52,9 @@ size_t controller_backends_list(struct controller *c, const struct backend_ops *
 }
 
 /* The backend named by ref (text) and its parsed descriptor; errors name params.backend. */
-int controller_backend_lookup(struct controller *c, const char *ref_text, struct backend_ref *ret_ref,
-			      struct backend_descriptor **ret_d, struct field_error *fe)
+int controller_backend_lookup(struct controller *c, const char *ref_text,
+			      struct backend_ref *ret_ref, struct backend_descriptor **ret_d,
+			      struct field_error *fe)
 {
 	const struct backend_ops *ops;
 	_cleanup_json_ json_t *desc = NULL;

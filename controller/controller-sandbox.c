@@ -30,3 +30,17 @@ const struct policy *controller_sandbox_policy(struct controller *c, const char 
 
 	return s && s->ready ? s->policy : NULL;
 }
+
+struct backend_instance *controller_sandbox_instance(struct controller *c, const char *id)
+{
+	struct sandbox *s = sandbox_find(c, id);
+
+	return s && !s->releasing ? s->bi : NULL;
+}
+
+const char *controller_sandbox_mount_point(struct controller *c, const char *id)
+{
+	struct sandbox *s = sandbox_find(c, id);
+
+	return s ? s->mount_point : NULL;
+}

@@ -11,8 +11,10 @@
 
 #include <jansson.h>
 
+struct backend_instance;
 struct controller;
 struct policy;
+struct ws_snapshot;
 
 struct sandbox {
 	struct sandbox *next;
@@ -21,12 +23,26 @@ struct sandbox {
 	char *parent;
 	json_t *doc;	       /* the effective policy, normalized */
 	struct policy *policy; /* the same, parsed and resolved */
-	uint64_t owner;	   /* struct client.id of the acquirer; 0 once gone */
+	uint64_t owner;	       /* struct client.id of the acquirer; 0 once gone */
 	bool detached;
-	bool ready;		 /* setup (if any) succeeded */
-	char *setup_process;	 /* the setup hook while it runs */
-	uint64_t acquirer; /* struct client.id waiting for the acquire reply, or 0 */
+	bool ready;	     /* setup (if any) succeeded */
+	char *setup_process; /* the setup hook while it runs */
+	uint64_t acquirer;   /* struct client.id waiting for the acquire reply, or 0 */
 	json_t *acquire_id;
+	json_t *setup; /* the acquire's setup hook request, until it starts */
+	/* The lease: the instance it is pinned to (a reference), whether that instance's acquire
+	 * succeeded (so release is owed), where it presents the workspace, and for a transfer
+	 * backend what was sent. */
+	struct backend_instance *bi;
+	bool backend_acquired;
+	char *mount_point;
+	struct ws_snapshot *snapshot;
+	bool acquiring;	      /* the backend's acquire (or the workspace's sending) is under way */
+	bool release_pending; /* released meanwhile: the release follows the acquire */
+	bool releasing;	      /* the release is under way: the sandbox takes no processes */
+	uint64_t releaser;    /* struct client.id waiting for the release reply, or 0 */
+	json_t *release_id;
+	json_t *transfer_report; /* the last reconcile's report */
 };
 
 /* The sandbox with this id, ready or not, or NULL. */

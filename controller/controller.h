@@ -47,7 +47,8 @@ struct controller {
 	unsigned long long next_sandbox;
 	unsigned long long next_process;
 	unsigned n_finished; /* finished processes still in the table (controller-process.c) */
-	struct backend_instance *active;	 /* serves new processes (controller-backend.c) */
+	struct backend_instance *active; /* serves new processes (controller-backend.c) */
+	json_t *confined_hello; /* the hello of the last instance made active that has one */
 	struct activation *activations;		 /* the running activation, then the queued ones */
 	struct backend_settings_store *settings; /* settings.json and active.json */
 	unsigned long long generation;		 /* of the persisted selection */
@@ -133,6 +134,10 @@ void controller_process_forget_callback(struct controller *c, const char *proces
 int method_sandbox_acquire(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_sandbox_release(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_sandbox_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+/* The instance an acquired sandbox is pinned to (borrowed), or NULL when there is no such
+ * sandbox; and where its lease presents the workspace (NULL: at the policy's place). */
+struct backend_instance *controller_sandbox_instance(struct controller *c, const char *sandbox_id);
+const char *controller_sandbox_mount_point(struct controller *c, const char *sandbox_id);
 /* The effective policy document and parsed policy of an acquired sandbox, or NULL. */
 json_t *controller_sandbox_policy_doc(struct controller *c, const char *sandbox_id);
 const struct policy *controller_sandbox_policy(struct controller *c, const char *sandbox_id);
@@ -159,6 +164,22 @@ void controller_secrets_close(struct controller *c);
 void controller_secret_event(struct controller *c, const char *ref, const char *field,
 			     const char *action, bool changed);
 
+/*
+ * controller-transfer.c: a lease's workspace to and from a transfer backend, on a thread of its
+ * own. cb runs from the loop exactly once: r (0, or -errno; -EBADMSG: a malformed archive,
+ * nothing changed), the snapshot of what was sent (send only; the callee owns it), the report
+ * ({"items", "counts", …}, borrowed). Both take the fd in every case.
+ */
+struct ws_snapshot;
+typedef void (*controller_transfer_cb)(struct controller *c, int r, struct ws_snapshot *snapshot,
+				       json_t *report, void *ud);
+int controller_transfer_send(struct controller *c, const char *ws_path, int out_fd,
+			     controller_transfer_cb cb, void *ud);
+/* policy (borrowed until cb): the host-executed paths it keeps read-only are never written. */
+int controller_transfer_apply(struct controller *c, const char *ws_path, int in_fd,
+			      const struct ws_snapshot *snapshot, const struct policy *policy,
+			      controller_transfer_cb cb, void *ud);
+
 /* controller-doctor.c */
 int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 
@@ -172,6 +193,11 @@ struct ctl_plan {
 	/* Host-executed paths that did not exist at compile time (policy-hostexec.h): no mount
 	 * can keep them from being created, so the process's end reports those that appeared. */
 	char **host_exec_absent;
+	/* The policy's workspace, for the backend (struct backend_workspace): its host path
+	 * (NULL: none), where the sandbox sees it, and whether it is read-only. */
+	char *ws_path;
+	char *ws_mount;
+	bool ws_read_only;
 };
 void ctl_plan_done(struct ctl_plan *p);
 /* Append fd (duplicated) to the plan's fd list; returns its index or -errno. */
@@ -182,15 +208,17 @@ int ctl_plan_add_fd(struct ctl_plan *p, int fd);
  * params.policyPatch merged on top — compiled for argv/env/cwd of the request. On a bad policy
  * returns -EINVAL (or -EPERM for a refusal) with fe naming the field.
  */
-int controller_compile_request(struct controller *c, json_t *params, struct ctl_plan *ret,
-			       struct field_error *fe);
+int controller_compile_request(struct controller *c, struct backend_instance *bi, json_t *params,
+			       struct ctl_plan *ret, struct field_error *fe);
 /*
  * The request's policy parsed, resolved for this caller (absolute paths, concrete limits) and,
- * in a sandbox, checked to narrow the sandbox's; *ret_doc is its normalized document.
+ * in a sandbox, checked to narrow the sandbox's, then held against bi's claims (when given);
+ * *ret_doc is its normalized document.
  */
 struct policy;
-int controller_request_policy_parsed(struct controller *c, json_t *params, json_t **ret_doc,
-				     struct policy **ret_policy, struct field_error *fe);
+int controller_request_policy_parsed(struct controller *c, struct backend_instance *bi,
+				     json_t *params, json_t **ret_doc, struct policy **ret_policy,
+				     struct field_error *fe);
 /* The embedded default with patch merged on top (a patch's env.pass replaces the default's),
  * compiled for argv/envp/cwd and a launcher's hello: the core's compile upcall. */
 struct compiled_plan;

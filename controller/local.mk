@@ -17,17 +17,18 @@ controller_core_sources = \
 	%reldir%/controller-policy.c \
 	%reldir%/controller-sandbox.c %reldir%/controller-sandbox.h \
 	%reldir%/controller-lease.c \
+	%reldir%/controller-transfer.c \
 	%reldir%/controller-backend.c \
 	%reldir%/controller-registry.c \
 	%reldir%/controller-persist.c \
 	%reldir%/controller-packs.c \
 	%reldir%/controller-doctor.c
 cordon_controller_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSECCOMP_CFLAGS) $(LIBSODIUM_CFLAGS)
-cordon_controller_LDADD = libproxy.a libbackend.a libctl_launcher.a libpolicy_compile.a libpolicy.a libipc.a \
+cordon_controller_LDADD = libproxy.a libbackend.a libworkspace.a libctl_launcher.a libpolicy_compile.a libpolicy.a libipc.a \
 	libcommon.a $(JANSSON_LIBS) $(LIBSECCOMP_LIBS) $(LIBSODIUM_LIBS)
 
 
-## --- settings, secrets and host interactions (issue 5 items 4, 5, 7) ----------------------
+## --- settings, secrets and host interactions -----------------------------------------------
 controller_core_sources += \
 	%reldir%/controller-settings.c \
 	%reldir%/controller-secrets.c \

@@ -21,7 +21,7 @@ update-man:
 	mv -f $(srcdir)/%reldir%/man/cordon-policy.5.tmp $(srcdir)/%reldir%/man/cordon-policy.5
 .PHONY: update-man
 
-## Deployment tests (issue 7): every page renders without warnings and documents every option
+## Deployment tests: every page renders without warnings and documents every option
 ## and field; a DESTDIR install lays out exactly the expected files and modes; launcherd started
 ## from the installed unit's ExecStart= line serves a hello.
 TESTS += \

@@ -1,4 +1,4 @@
-## etc/: the install layout beyond what Automake does by itself (issue 7).
+## etc/: the install layout beyond what Automake does by itself.
 ##  - $(sysconfdir)/cordon/launcherd.json: the default admin floor (cordon-launcherd.json(5)),
 ##    mode 0644; an existing one (an administrator's) is never overwritten, and uninstall removes
 ##    it only while it is still the shipped default.

@@ -67,7 +67,7 @@ unsigned long long apply_clone_flags(const struct apply_context *ctx)
 {
 	/* IPC: a new namespace costs ≈ 25–30 µs here (an mqueue superblock, two sysctl tables);
 	 * one made ahead by the pool's helper saved that latency but cost the machine more in all
-	 * (its open, two messages, the setns: ≈ 7 % of a sandbox's CPU time, session 7). */
+	 * (its open, two messages, the setns: ≈ 7 % of a sandbox's CPU time; docs/ARCHITECTURE.md). */
 	unsigned long long f = CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
 
 	/* A prepared mount namespace is entered at the root step instead. In user mode a copy of
@@ -525,6 +525,14 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	 * them blocked and its command unblocks them. */
 	if (setpgid(0, 0) < 0)
 		fail(ctx, STEP_SESSION, errno, -1);
+	/* A signal launcherd ignores (SIGPIPE: its unit, or the controller that started it in
+	 * user mode) would stay ignored through execve into the command, which then never dies
+	 * of a broken pipe. Every disposition goes back to the default. Safe: it changes only
+	 * this child's dispositions, and every signal is still blocked here, so no handler of
+	 * launcherd's can run in this memory. */
+	for (int sig = 1; sig < _NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)signal(sig, SIG_DFL);
 	sigemptyset(&none);
 	if (ctx->init_fd < 0 && sigprocmask(SIG_SETMASK, &none, NULL) < 0)
 		fail(ctx, STEP_SESSION, errno, -1);

@@ -195,7 +195,7 @@ int landlock_prepare(const struct plan *plan, int abi, int *ret_index, int *ret_
 	if (abi < 1)
 		return plan->landlock_required ? -EOPNOTSUPP : 0;
 
-	/* A required right the kernel cannot enforce fails the spawn (STYLE.md §5). */
+	/* A required right the kernel cannot enforce fails the spawn: never a silent downgrade. */
 	if (plan->landlock_required) {
 		for (size_t i = 0; i < plan->n_landlock_fs; i++)
 			if (plan->landlock_fs[i].access & ~known) {

@@ -107,7 +107,7 @@ int netns_pool_shared(struct netns_pool *p, uid_t uid);
 void netns_pool_stop(struct netns_pool *p);
 
 /*
- * Hook for network mode "proxy" (its own issue): create a listening TCP socket on
+ * Hook for network mode "proxy": create a listening TCP socket on
  * 127.0.0.1:port inside the sandbox's netns, to be passed back to the controller with
  * `spawned`; the controller serves it (docs/NETWORK.md). Runs in the child, in the sandbox's
  * network namespace, before Landlock (which then denies the sandbox any bind).

@@ -1,5 +1,5 @@
 ## proxy/: the allowed-domains proxy the controller serves a sandbox's proxy listener with.
-## --- allowed-domains proxy (issue 6): network mode "proxy", docs/NETWORK.md ----------------
+## --- allowed-domains proxy: network mode "proxy", docs/NETWORK.md --------------------------
 ## The engine the controller serves a sandbox's proxy listener with; jansson and libcommon only.
 noinst_LIBRARIES += libproxy.a
 libproxy_a_SOURCES = \

@@ -112,7 +112,7 @@ if ENABLE_FUZZING
 noinst_PROGRAMS += fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer \
 	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer
 ## Every libFuzzer program, including those the other local.mk files define.
-FUZZ_CAMPAIGN_BINARIES = fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer \
+FUZZ_CAMPAIGN_BINARIES = fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer fuzz-tar-libfuzzer \
 	fuzz-policy-libfuzzer fuzz-proxy-request-libfuzzer fuzz-backend-descriptor-libfuzzer \
 	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer
 FUZZ_CAMPAIGN_CF = $(TEST_UNIT_CFLAGS) -fsanitize=fuzzer,address

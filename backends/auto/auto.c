@@ -81,12 +81,13 @@ static bool system_lost;
 static json_t *auto_descriptor(const struct backend_ops *ops)
 {
 	return json_pack(
-		"{s:s,s:s,s:s,s:{s:[]},s:{s:[s],s:s,s:[s,s,s,s]}}", "kind", "auto", "name",
+		"{s:s,s:s,s:s,s:{s:[]},s:{s:[s],s:s,s:[s,s,s,s],s:b,s:s}}", "kind", "auto", "name",
 		"Automatic OS sandbox", "description",
 		"The best lightweight sandbox this host offers: namespaces, Landlock, seccomp "
 		"and cgroups through cordon-launcherd (privileged or user mode).",
 		"settings", "fields", "claims", "platforms", "linux", "isolation", "namespace",
-		"enforces", "filesystem", "network", "limits", "syscalls");
+		"enforces", "filesystem", "network", "limits", "syscalls", "readOnlyWorkspace",
+		true, "workspace", "direct");
 }
 
 static struct backend_instance *owner_take(struct auto_link *k, const char *sandbox)
@@ -574,9 +575,12 @@ static void auto_spawned(struct ctl_launcher *l, const char *sandbox, int pidfd,
 	free(as);
 }
 
-static int auto_spawn(struct backend_instance *bi, json_t *plan, const int *fds, size_t n_fds,
+static int auto_spawn(struct backend_instance *bi, const struct backend_spawn *req,
 		      backend_spawn_cb cb, void *ud)
 {
+	json_t *plan = req->plan;
+	const int *fds = req->fds;
+	size_t n_fds = req->n_fds;
 	struct auto_data *d = bi->data;
 	struct auto_spawn *as;
 	int r;

@@ -59,12 +59,12 @@ struct host_data {
 static json_t *host_descriptor(const struct backend_ops *ops)
 {
 	return json_pack(
-		"{s:s,s:s,s:s,s:{s:[]},s:{s:[s],s:s,s:[]}}", "kind", "host", "name",
+		"{s:s,s:s,s:s,s:{s:[]},s:{s:[s],s:s,s:[],s:b,s:s}}", "kind", "host", "name",
 		"Host (unconfined)", "description",
 		"Runs commands directly on the host, without any sandbox. Only for policies "
 		"with hostExecution and hosts whose admin floor allows host mode.",
 		"settings", "fields", "claims", "platforms", "linux", "isolation", "none",
-		"enforces");
+		"enforces", "readOnlyWorkspace", false, "workspace", "direct");
 }
 
 static void done_ok(struct backend_instance *bi, backend_done_cb done, void *ud)
@@ -115,12 +115,8 @@ static int host_admit(struct backend_instance *bi, const struct policy *p, struc
 	if (d && d->floor_known && !d->floor_host_mode)
 		return field_error_set(fe, -EPERM, "hostExecution", NULL,
 				       "the admin floor forbids host mode");
-	if (p->fs.workspace.present && p->fs.workspace.access == POLICY_ACCESS_READ_ONLY)
-		return field_error_set(
-			fe, -EOPNOTSUPP, "filesystem.workspace.access", NULL,
-			"the active backend (%s) runs commands unconfined and cannot "
-			"keep them from writing to a read-only workspace",
-			bi->ref);
+	/* A read-only workspace is refused by the core: this descriptor does not claim
+	 * readOnlyWorkspace. */
 	return 0;
 }
 
@@ -201,9 +197,12 @@ static int stdio_fd(json_t *plan, const char *name, const int *fds, size_t n_fds
 	return k >= 0 && (size_t)k < n_fds ? fds[k] : -1;
 }
 
-static int host_spawn(struct backend_instance *bi, json_t *plan, const int *fds, size_t n_fds,
+static int host_spawn(struct backend_instance *bi, const struct backend_spawn *req,
 		      backend_spawn_cb cb, void *ud)
 {
+	json_t *plan = req->plan;
+	const int *fds = req->fds;
+	size_t n_fds = req->n_fds;
 	struct host_data *d = bi->data;
 	_cleanup_strv_free_ char **argv = NULL, **envp = NULL;
 	struct field_error fe;
@@ -250,6 +249,17 @@ static int host_spawn(struct backend_instance *bi, json_t *plan, const int *fds,
 				_exit(126);
 		(void)setsid();
 		(void)fds_cloexec_from(3);
+		/* The command starts as from a shell: no signal of the controller's blocked
+		 * (its signalfd's) or ignored (SIGPIPE). */
+		for (int sig = 1; sig < _NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				(void)signal(sig, SIG_DFL);
+		{
+			sigset_t none;
+
+			sigemptyset(&none);
+			(void)sigprocmask(SIG_SETMASK, &none, NULL);
+		}
 		if (cwd && chdir(cwd) < 0)
 			_exit(126);
 		execvpe(argv[0], argv, envp ? envp : (char *[]){ NULL });

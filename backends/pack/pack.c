@@ -847,9 +847,12 @@ static void spawn_answered(struct pack_inst *pi, int r, json_t *result, json_t *
 	free(sr);
 }
 
-static int pack_spawn(struct backend_instance *bi, json_t *plan, const int *fds, size_t n_fds,
+static int pack_spawn(struct backend_instance *bi, const struct backend_spawn *req,
 		      backend_spawn_cb cb, void *ud)
 {
+	json_t *plan = req->plan;
+	const int *fds = req->fds;
+	size_t n_fds = req->n_fds;
 	static const char *const plan_keys[] = { "argv",      "envp",	 "cwd",	   "network",
 						 "timeoutMs", "rlimits", "cgroup", NULL };
 	static const char *const stdio_names[] = { "stdin", "stdout", "stderr" };

@@ -115,7 +115,7 @@ static void test_step(struct backend_instance *bi, backend_done_cb done, void *u
 	done(bi, 0, NULL, ud);
 }
 
-static int test_spawn(struct backend_instance *bi, json_t *plan, const int *fds, size_t n_fds,
+static int test_spawn(struct backend_instance *bi, const struct backend_spawn *req,
 		      backend_spawn_cb cb, void *ud)
 {
 	return -EOPNOTSUPP;

@@ -1,4 +1,5 @@
-# kill -9 of the controller at every step of an activation, then a restart (issue #5, SPEC §5).
+# kill -9 of the controller at every step of an activation, then a restart: the running and
+# the persisted selection stay consistent (docs/ARCHITECTURE.md, "Activation").
 #
 # strace attaches to the running controller and delivers SIGKILL on the Nth call of one system
 # call (openat, write, fsync, rename, ...), for N = 1, 2, ... until an activation completes

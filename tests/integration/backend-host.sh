@@ -123,16 +123,14 @@ with open(sys.argv[3]) as f:
 work = sys.argv[4]
 r = c.call("sandbox.acquire", {"policy": pol, "callerCwd": work, "policyPatch":
            {"filesystem": {"workspace": {"path": work, "access": "read-only"}}}})
-sid = r["result"]["sandboxId"]
-r = c.call("process.exec", {"sandbox": sid, "argv": ["/bin/sh", "-c", "echo x >acq.txt"],
-           "callerCwd": work, "env": ["PATH=/usr/bin:/bin"]})
 e = r.get("error") or {}
 print(e.get("code"), e.get("data", {}).get("field"))
-c.call("sandbox.release", {"sandboxId": sid})
+if "result" in r:
+    c.call("sandbox.release", {"sandboxId": r["result"]["sandboxId"]})
 PY
 	)
 	is "-32001 filesystem.workspace.access" "$out" \
-		"$WHO: a process in a sandbox acquired read-only is refused, the field named"
+		"$WHO: a read-only sandbox is refused at acquisition (host cannot enforce it), the field named"
 	[ ! -e "$work/acq.txt" ]
 	ok $? "$WHO: …and nothing was written"
 	cd / || return

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The install layout (issue 7): `make install DESTDIR=...` from the build tree, into a fresh
+# The install layout: `make install DESTDIR=...` from the build tree, into a fresh
 # staging directory, installs exactly the expected files with the expected modes: the binaries
 # in bindir/libexecdir (0755), the default admin floor in sysconfdir/cordon (0644, parses, only
 # keys launcherd knows), the man pages, the units and the SELinux module where this

@@ -1,4 +1,4 @@
-## cordon-launcherd integration tests (issue 3): shell TAP run against a real launcherd on a
+## cordon-launcherd integration tests: shell TAP run against a real launcherd on a
 ## temporary socket, as root (privileged mode) and as the test users cordon-test1/2 (user mode,
 ## cross-user checks). Helpers: launch-plan (a ctl-launcher client), probe (escape attempts run
 ## inside the sandbox), no-userns (a client that cannot create user namespaces).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The man pages of issue 7: cordon-controller(8), cordon-launcherd(8), cordon-policy(5) and
+# The man pages: cordon-controller(8), cordon-launcherd(8), cordon-policy(5) and
 # cordon-launcherd.json(5) (and cordon(1), whose flags man-cordon.sh checks) render with
 # `man --warnings -l` without a word on stderr; every option of `cordon-controller --help` and
 # `cordon-launcherd --help` appears in its page; every policy field (the keys of the default
