@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Backend references and descriptors (SPEC §3). Pure: jansson only, no I/O but the parse of a
+ * Backend references and descriptors (docs/ARCHITECTURE.md, "Backends"). Pure: jansson only, no I/O but the parse of a
  * caller-supplied buffer.
  *
  * A reference names a backend by source: "builtin:<kind>" or "pack:<packId>:<kind>" (the text
@@ -80,7 +80,7 @@ int backend_ref_from_json(json_t *j, const char *path, struct backend_ref *ret,
 /* The object form; -ENOMEM. */
 int backend_ref_to_json(const struct backend_ref *ref, json_t **ret);
 bool backend_ref_equal(const struct backend_ref *a, const struct backend_ref *b);
-/* builtin:host, the one unconfined launcher (SPEC §3): never a default, never a fallback. */
+/* builtin:host, the one unconfined launcher: never a default, never a fallback. */
 bool backend_ref_is_unconfined(const struct backend_ref *ref);
 /* builtin:auto, the safe default. */
 void backend_ref_auto(struct backend_ref *ret);
@@ -130,7 +130,7 @@ enum {
 	BACKEND_PLATFORM_WINDOWS = 1U << 2,
 };
 enum {
-	/* policy sections a backend can enforce (SPEC §2) */
+	/* policy sections a backend can enforce (docs/POLICY.md) */
 	BACKEND_ENFORCES_FILESYSTEM = 1U << 0,
 	BACKEND_ENFORCES_NETWORK = 1U << 1,
 	BACKEND_ENFORCES_LIMITS = 1U << 2,

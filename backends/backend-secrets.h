@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The secret store (SPEC §4): values of secret setting fields, encrypted at rest.
+ * The secret store: values of secret setting fields, encrypted at rest.
  *
  * Files, in one state directory (0700, ours; see backend-state.h):
  *   secrets.key   32 random bytes, mode 0600, created on first set() (written to a temp file

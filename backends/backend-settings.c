@@ -104,7 +104,7 @@ int backend_settings_validate(const struct backend_descriptor *d, json_t *candid
 			struct backend_secret_input *s = &u.secrets[u.n_secrets];
 
 			if (json_string_length(v) == 0)
-				continue; /* SPEC §4: an empty secret input means "no change" */
+				continue; /* an empty secret input means "no change" */
 			if (memchr(json_string_value(v), '\0', json_string_length(v)))
 				return field_error_set(err, -EINVAL, p, NULL,
 						       "contains a NUL character");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Backend settings (SPEC §4): validation of candidate settings against a descriptor, the
+ * Backend settings: validation of candidate settings against a descriptor, the
  * settings store and the active-selection record.
  *
  * Files, in one state directory (0700, ours; see backend-state.h), each replaced atomically

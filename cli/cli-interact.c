@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Host interactions on the terminal (SPEC §5, docs/PROTOCOL.md "host.interaction"): while the
+ * Host interactions on the terminal (docs/PROTOCOL.md "host.interaction"): while the
  * CLI waits for any call's answer, the controller may ask it something on a launcher's behalf.
  * On a terminal: confirm is "y/N", input a line, secret-input a line read without echo, choice a
  * numbered list. Without a terminal on stdin, or with --non-interactive, the answer is

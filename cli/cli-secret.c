@@ -5,7 +5,7 @@
  * A secret's value never comes from argv (where every user on the host can read it in
  * /proc/PID/cmdline): `secret set` reads it from a no-echo prompt when stdin is a terminal, or
  * from stdin otherwise (one value; a single trailing newline is dropped). Empty input means
- * "no change" (SPEC §4), and the CLI says so.
+ * "no change", and the CLI says so.
  */
 #include "config.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Host interactions (SPEC §5): a launcher needs an answer from the person now — a confirmation,
+ * Host interactions (docs/ARCHITECTURE.md, "Host interactions"): a launcher needs an answer from the person now — a confirmation,
  * a line of input, a secret, a choice. The controller sends a JSON-RPC *request* to the client
  * that started the operation (method "host.interaction", docs/PROTOCOL.md §5) and waits for its
  * response without blocking anything else.
@@ -43,7 +43,7 @@ typedef void (*interaction_cb)(int r, json_t *answer, void *ud);
  * answer is borrowed for the duration of cb and NULL when r < 0.
  *
  * secret-input: the value goes straight into the secret store for (backend, field) before cb
- * runs; an empty answer means "no change" (SPEC §4). cb's answer is
+ * runs; an empty answer means "no change", as for every secret input. cb's answer is
  * {"configured": bool, "changed": bool, "value": "…"}: "value" is the plaintext (absent when
  * unchanged) and its bytes are overwritten with zeros as soon as cb returns — cb must copy what
  * it needs into wipeable memory (backend_secret_strndup()) and must not keep a reference.

@@ -414,6 +414,7 @@ int method_sandbox_acquire(struct client *cl, json_t *id, json_t *params, int *f
 	struct controller *c = cl->ctl;
 	struct field_error fe = { 0 };
 	_cleanup_json_ json_t *pparams = NULL, *doc = NULL;
+	struct policy_request q = { 0 };
 	struct backend_instance *bi;
 	struct policy *policy = NULL;
 	const char *parent = NULL;
@@ -460,7 +461,12 @@ int method_sandbox_acquire(struct client *cl, json_t *id, json_t *params, int *f
 		return -ENOMEM;
 	if (!parent && lease_default_read_only(pparams) < 0)
 		return -ENOMEM;
-	r = controller_request_policy_parsed(c, bi, pparams, &doc, &policy, &fe);
+	r = controller_policy_request_parse(c, pparams, false, &q, &fe);
+	if (r >= 0)
+		r = controller_request_policy_parsed(c, bi, &q, &doc, &policy, &fe);
+	controller_policy_request_done(&q);
+	if (r == -ENOMEM)
+		return r;
 	if (r < 0) {
 		controller_event(c, "policy-refused",
 				 json_pack("{s:s,s:s}", "field", fe.field, "reason", fe.reason));

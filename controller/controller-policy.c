@@ -106,23 +106,60 @@ static void require_patched_limits(json_t *doc, json_t *patch)
 	}
 }
 
-int controller_request_policy(struct controller *c, json_t *params, json_t **ret,
+int controller_policy_request_parse(struct controller *c, json_t *params, bool need_argv,
+				    struct policy_request *ret, struct field_error *fe)
+{
+	struct policy_request q = { 0 };
+	int r;
+
+	r = ipc_json_get_object(params, "policy", false, "params", &q.policy, fe);
+	if (r >= 0)
+		r = ipc_json_get_object(params, "policyPatch", false, "params", &q.patch, fe);
+	if (r >= 0)
+		r = ipc_json_get_string(params, "sandbox", false, "params", &q.sandbox, fe);
+	if (r >= 0)
+		r = ipc_json_get_strv(params, "argv", need_argv, ARGV_MAX, ARG_MAX_LEN, "params",
+				      &q.argv, fe);
+	if (r >= 0 && q.argv && !q.argv[0])
+		r = field_error_set(fe, -EINVAL, "params", "argv", "the command is empty");
+	if (r >= 0)
+		r = ipc_json_get_strv(params, "env", false, ENV_MAX, ARG_MAX_LEN, "params", &q.envp,
+				      fe);
+	if (r >= 0 && !q.envp && !(q.envp = calloc(1, sizeof(char *))))
+		r = -ENOMEM;
+	if (r >= 0)
+		r = ipc_json_get_string(params, "callerCwd", false, "params", &q.caller_cwd, fe);
+	if (r >= 0 && !q.caller_cwd)
+		q.caller_cwd = c->host.home;
+	if (r >= 0 && !path_is_normalized(q.caller_cwd))
+		r = field_error_set(fe, -EINVAL, "params", "callerCwd",
+				    "not a normalized absolute path");
+	if (r >= 0)
+		r = ipc_json_get_string(params, "cwd", false, "params", &q.cwd, fe);
+	if (r >= 0 && q.cwd && !path_is_normalized(q.cwd))
+		r = field_error_set(fe, -EINVAL, "params", "cwd", "not a normalized absolute path");
+	if (r < 0) {
+		controller_policy_request_done(&q);
+		return r;
+	}
+	*ret = q;
+	return 0;
+}
+
+void controller_policy_request_done(struct policy_request *q)
+{
+	strv_free(TAKE_PTR(q->argv));
+	strv_free(TAKE_PTR(q->envp));
+}
+
+int controller_request_policy(struct controller *c, const struct policy_request *q, json_t **ret,
 			      struct field_error *fe)
 {
 	_cleanup_json_ json_t *doc = NULL;
-	json_t *given = NULL, *patch = NULL, *sb_doc = NULL;
-	const char *sandbox = NULL;
+	json_t *given = q->policy, *patch = q->patch, *sb_doc = NULL;
+	const char *sandbox = q->sandbox;
 	int r;
 
-	r = ipc_json_get_object(params, "policy", false, "params", &given, fe);
-	if (r < 0)
-		return r;
-	r = ipc_json_get_object(params, "policyPatch", false, "params", &patch, fe);
-	if (r < 0)
-		return r;
-	r = ipc_json_get_string(params, "sandbox", false, "params", &sandbox, fe);
-	if (r < 0)
-		return r;
 	if (sandbox) {
 		/* Inside an acquired sandbox its policy is the base; a patch may only narrow it
 		 * (checked after parsing, see request_ctx_init()). */
@@ -156,59 +193,29 @@ int controller_request_policy(struct controller *c, json_t *params, json_t **ret
 /* Parse the request's policy and build the compile context shared by compile and explain. */
 struct request_ctx {
 	struct policy *policy;
-	char **argv;
-	char **envp;
-	const char *caller_cwd;
-	struct compile_ctx ctx;
+	struct compile_ctx ctx; /* argv, envp, cwd borrowed from the request */
 };
 
 static void request_ctx_done(struct request_ctx *rc)
 {
 	policy_free(rc->policy);
-	strv_free(rc->argv);
-	strv_free(rc->envp);
 }
 
 /* The request's own part of the context: argv, env, callerCwd. */
-static int request_ctx_args(struct controller *c, json_t *params, bool need_argv,
-			    struct request_ctx *rc, struct field_error *fe)
+static void request_ctx_args(struct controller *c, const struct policy_request *q,
+			     struct request_ctx *rc)
 {
 	static char *const no_argv[] = { (char *)"/bin/true", NULL };
-	int r;
-
-	r = ipc_json_get_strv(params, "argv", need_argv, ARGV_MAX, ARG_MAX_LEN, "params", &rc->argv,
-			      fe);
-	if (r < 0)
-		return r;
-	if (rc->argv && !rc->argv[0])
-		return field_error_set(fe, -EINVAL, "params", "argv", "the command is empty");
-	r = ipc_json_get_strv(params, "env", false, ENV_MAX, ARG_MAX_LEN, "params", &rc->envp, fe);
-	if (r < 0)
-		return r;
-	if (!rc->envp) {
-		rc->envp = calloc(1, sizeof(char *));
-		if (!rc->envp)
-			return -ENOMEM;
-	}
-	r = ipc_json_get_string(params, "callerCwd", false, "params", &rc->caller_cwd, fe);
-	if (r < 0)
-		return r;
-	if (!rc->caller_cwd)
-		rc->caller_cwd = c->host.home;
-	if (!path_is_normalized(rc->caller_cwd))
-		return field_error_set(fe, -EINVAL, "params", "callerCwd",
-				       "not a normalized absolute path");
 
 	rc->ctx = (struct compile_ctx){
-		.argv = rc->argv ? rc->argv : no_argv,
-		.envp = rc->envp,
-		.cwd = rc->caller_cwd,
+		.argv = q->argv ? q->argv : no_argv,
+		.envp = q->envp,
+		.cwd = q->caller_cwd,
 		.home = c->host.home,
 		.uid = c->host.uid,
 		.gid = c->host.gid,
 		.mem_total = c->host.mem_total,
 	};
-	return 0;
 }
 
 /*
@@ -251,14 +258,15 @@ static int hide_controller_paths(struct controller *c, struct policy *p)
 	return 0;
 }
 
-static int request_ctx_init(struct controller *c, struct backend_instance *bi, json_t *params,
-			    bool need_argv, struct request_ctx *rc, struct field_error *fe)
+static int request_ctx_init(struct controller *c, struct backend_instance *bi,
+			    const struct policy_request *q, struct request_ctx *rc,
+			    struct field_error *fe)
 {
 	_cleanup_json_ json_t *doc = NULL;
 	json_t *hello = bi && bi->ops->hello ? bi->ops->hello(bi) : NULL;
 	int r;
 
-	r = controller_request_policy(c, params, &doc, fe);
+	r = controller_request_policy(c, q, &doc, fe);
 	if (r < 0)
 		return r;
 	r = policy_parse_json(doc, &rc->policy, fe);
@@ -267,9 +275,7 @@ static int request_ctx_init(struct controller *c, struct backend_instance *bi, j
 	r = hide_controller_paths(c, rc->policy);
 	if (r < 0)
 		return r;
-	r = request_ctx_args(c, params, need_argv, rc, fe);
-	if (r < 0)
-		return r;
+	request_ctx_args(c, q, rc);
 	if (hello) {
 		r = policy_host_caps_from_hello(hello, &rc->ctx.caps, fe);
 		if (r < 0)
@@ -279,11 +285,9 @@ static int request_ctx_init(struct controller *c, struct backend_instance *bi, j
 	if (r < 0)
 		return r;
 	{
-		const char *sandbox = NULL;
-		const struct policy *parent;
+		const struct policy *parent = q->sandbox ? controller_sandbox_policy(c, q->sandbox)
+							 : NULL;
 
-		(void)ipc_json_get_string(params, "sandbox", false, "params", &sandbox, fe);
-		parent = sandbox ? controller_sandbox_policy(c, sandbox) : NULL;
 		if (parent) {
 			r = policy_narrow(parent, rc->policy, fe);
 			if (r < 0)
@@ -297,9 +301,10 @@ int controller_compile_default(struct controller *c, json_t *patch, char **argv,
 			       const char *cwd, json_t *hello, struct compiled_plan **ret,
 			       struct field_error *fe)
 {
-	_cleanup_json_ json_t *params = NULL, *doc = NULL;
+	_cleanup_json_ json_t *doc = NULL;
 	_cleanup_(policy_freep) struct policy *policy = NULL;
 	json_t *pass = json_object_get(json_object_get(patch, "env"), "pass");
+	const struct policy_request q = { .patch = patch };
 	struct compile_ctx ctx = {
 		.argv = argv,
 		.envp = envp,
@@ -311,10 +316,7 @@ int controller_compile_default(struct controller *c, json_t *patch, char **argv,
 	};
 	int r;
 
-	params = json_pack("{s:O}", "policyPatch", patch);
-	if (!params)
-		return -ENOMEM;
-	r = controller_request_policy(c, params, &doc, fe);
+	r = controller_request_policy(c, &q, &doc, fe);
 	if (r < 0)
 		return r;
 	/* A patch's env.pass replaces the default's allowlist instead of extending it. */
@@ -385,13 +387,13 @@ static int backend_admit(struct backend_instance *bi, const struct policy *polic
 }
 
 int controller_request_policy_parsed(struct controller *c, struct backend_instance *bi,
-				     json_t *params, json_t **ret_doc, struct policy **ret_policy,
-				     struct field_error *fe)
+				     const struct policy_request *q, json_t **ret_doc,
+				     struct policy **ret_policy, struct field_error *fe)
 {
 	struct request_ctx rc = { 0 };
 	int r;
 
-	r = request_ctx_init(c, bi, params, false, &rc, fe);
+	r = request_ctx_init(c, bi, q, &rc, fe);
 	if (r >= 0 && bi)
 		r = backend_admit(bi, rc.policy, fe);
 	if (r >= 0)
@@ -434,27 +436,21 @@ static void plan_cache_entry_clear(struct plan_cache_entry *e)
 }
 
 /* Everything of a request that shapes its plan, other than argv and env; NULL: do not cache. */
-static char *plan_cache_key(struct controller *c, json_t *params)
+static char *plan_cache_key(struct controller *c, const struct policy_request *q)
 {
-	json_t *given = json_object_get(params, "policy"),
-	       *patch = json_object_get(params, "policyPatch");
-	json_t *cwd = json_object_get(params, "callerCwd"),
-	       *sandbox = json_object_get(params, "sandbox");
 	_cleanup_free_ char *g = NULL, *pt = NULL;
-	const char *cw = cwd ? json_string_value(cwd) : c->host.home;
+	const char *cw = q->caller_cwd;
 
 	/* A released sandbox (ids are never reused) takes the full path, which says so. */
-	if (!cw || (sandbox && (!json_is_string(sandbox) ||
-				!controller_sandbox_policy(c, json_string_value(sandbox)))))
+	if (!cw || (q->sandbox && !controller_sandbox_policy(c, q->sandbox)))
 		return NULL;
-	if (given && !(g = json_dumps(given, JSON_COMPACT | JSON_SORT_KEYS)))
+	if (q->policy && !(g = json_dumps(q->policy, JSON_COMPACT | JSON_SORT_KEYS)))
 		return NULL;
-	if (patch && !(pt = json_dumps(patch, JSON_COMPACT | JSON_SORT_KEYS)))
+	if (q->patch && !(pt = json_dumps(q->patch, JSON_COMPACT | JSON_SORT_KEYS)))
 		return NULL;
 	return strdup_printf("%zu:%s|%zu:%s|%zu:%s|%s", strlen(cw), cw,
-			     sandbox ? json_string_length(sandbox) : 0,
-			     sandbox ? json_string_value(sandbox) : "", g ? strlen(g) : 0,
-			     g ? g : "", pt ? pt : "");
+			     q->sandbox ? strlen(q->sandbox) : 0, q->sandbox ? q->sandbox : "",
+			     g ? strlen(g) : 0, g ? g : "", pt ? pt : "");
 }
 
 static struct plan_cache_entry *plan_cache_find(const char *key, json_t *hello)
@@ -489,16 +485,17 @@ static void plan_cache_put(char *key, json_t *hello, struct policy *policy,
 /* What the active backend cannot honour is refused, the field named, before anything is
  * compiled for it (an unconfined one refuses a policy without hostExecution). */
 
-int controller_compile_request(struct controller *c, struct backend_instance *bi, json_t *params,
-			       struct ctl_plan *ret, struct field_error *fe)
+int controller_compile_request(struct controller *c, struct backend_instance *bi,
+			       const struct policy_request *q, struct ctl_plan *ret,
+			       struct field_error *fe)
 {
 	struct request_ctx rc = { 0 };
 	struct compiled_plan *cp = NULL;
 	struct plan_cache_entry *e;
 	const struct policy *policy;
 	json_t *hello = bi->ops->hello ? bi->ops->hello(bi) : NULL;
-	_cleanup_free_ char *key = plan_cache_key(c, params);
-	const char *cwd = NULL;
+	_cleanup_free_ char *key = plan_cache_key(c, q);
+	const char *cwd = q->cwd;
 	int r;
 
 	e = plan_cache_find(key, hello);
@@ -506,9 +503,7 @@ int controller_compile_request(struct controller *c, struct backend_instance *bi
 		r = backend_admit(bi, e->policy, fe);
 		if (r < 0)
 			goto out;
-		r = request_ctx_args(c, params, true, &rc, fe);
-		if (r < 0)
-			goto out;
+		request_ctx_args(c, q, &rc);
 		r = policy_recompile(e->policy, e->cp, &rc.ctx, &cp, fe);
 		if (r == -ESTALE) {
 			log_debug("plan cache: a bind source changed; compiling again");
@@ -524,7 +519,7 @@ int controller_compile_request(struct controller *c, struct backend_instance *bi
 		policy = e->policy;
 	} else {
 		plan_cache_misses++;
-		r = request_ctx_init(c, bi, params, true, &rc, fe);
+		r = request_ctx_init(c, bi, q, &rc, fe);
 		if (r < 0)
 			goto out;
 		r = backend_admit(bi, rc.policy, fe);
@@ -534,13 +529,6 @@ int controller_compile_request(struct controller *c, struct backend_instance *bi
 		if (r < 0)
 			goto out;
 		policy = rc.policy;
-	}
-	r = ipc_json_get_string(params, "cwd", false, "params", &cwd, fe);
-	if (r < 0)
-		goto out;
-	if (cwd && !path_is_normalized(cwd)) {
-		r = field_error_set(fe, -EINVAL, "params", "cwd", "not a normalized absolute path");
-		goto out;
 	}
 	/* A shallow copy: the caller sets stdio (and cwd here) on it. */
 	ret->plan = json_copy(cp->plan);
@@ -610,6 +598,7 @@ static int reply_policy_error(struct client *cl, json_t *id, int r, struct field
 int method_policy_check(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
 	static const char *const keys[] = { "policy", "policyPatch", "callerCwd", NULL };
+	struct policy_request q = { 0 };
 	struct request_ctx rc = { 0 };
 	struct field_error fe = { 0 };
 	json_t *normalized = NULL;
@@ -617,7 +606,9 @@ int method_policy_check(struct client *cl, json_t *id, json_t *params, int *fds,
 
 	r = ipc_json_check_keys(params, keys, "params", &fe);
 	if (r >= 0)
-		r = request_ctx_init(cl->ctl, cl->ctl->active, params, false, &rc, &fe);
+		r = controller_policy_request_parse(cl->ctl, params, false, &q, &fe);
+	if (r >= 0)
+		r = request_ctx_init(cl->ctl, cl->ctl->active, &q, &rc, &fe);
 	if (r >= 0)
 		r = policy_to_json(rc.policy, &normalized);
 	if (r < 0)
@@ -625,12 +616,14 @@ int method_policy_check(struct client *cl, json_t *id, json_t *params, int *fds,
 	else
 		r = client_reply(cl, id, json_pack("{s:b,s:o}", "ok", true, "policy", normalized));
 	request_ctx_done(&rc);
+	controller_policy_request_done(&q);
 	return r;
 }
 
 int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
 	static const char *const keys[] = { "policy", "policyPatch", "callerCwd", NULL };
+	struct policy_request q = { 0 };
 	struct request_ctx rc = { 0 };
 	struct field_error fe = { 0 };
 	json_t *explanation = NULL;
@@ -639,7 +632,9 @@ int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fd
 
 	r = ipc_json_check_keys(params, keys, "params", &fe);
 	if (r >= 0)
-		r = request_ctx_init(cl->ctl, cl->ctl->active, params, false, &rc, &fe);
+		r = controller_policy_request_parse(cl->ctl, params, false, &q, &fe);
+	if (r >= 0)
+		r = request_ctx_init(cl->ctl, cl->ctl->active, &q, &rc, &fe);
 	if (r >= 0)
 		r = policy_explain(rc.policy, &rc.ctx, &explanation);
 	if (r < 0) {
@@ -651,5 +646,6 @@ int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fd
 	r = client_reply(cl, id, explanation);
 out:
 	request_ctx_done(&rc);
+	controller_policy_request_done(&q);
 	return r;
 }

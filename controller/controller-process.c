@@ -306,7 +306,7 @@ static void process_maybe_finish(struct process *p)
 	stdin_close(p);
 	host_exec_check(p);
 	/* The launcher instance is no longer needed by this process: a replaced instance is
-	 * disposed once its last process got here (SPEC §5 step 7). */
+	 * disposed once its last process got here (the activation's dispose step). */
 	backend_instance_unref(TAKE_PTR(p->bi));
 	p->proxy = proxy_listener_free(p->proxy);
 
@@ -700,6 +700,7 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	struct field_error fe = { 0 };
 	struct start_args a = { .exec = exec };
 	struct backend_instance *bi;
+	struct policy_request q = { 0 };
 	const char *group = NULL;
 	int out_r[2] = { -1, -1 };
 	struct process *p;
@@ -756,10 +757,15 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		}
 	}
 
+	/* The request's policy part, parsed once here. */
+	r = controller_policy_request_parse(c, params, true, &q, &fe);
+	if (r == -ENOMEM)
+		goto fail;
+	if (r < 0)
+		goto bad_params;
+	group = q.sandbox;
 	/* The instance that will run it: an acquired sandbox's (its lease pins it), else the
 	 * active one. The plan is compiled for its hello and held against its claims. */
-	if (ipc_json_get_string(params, "sandbox", false, "params", &group, &fe) < 0)
-		goto bad_params;
 	bi = group ? controller_sandbox_instance(c, group) : c->active;
 	if (group && !bi) {
 		field_error_set(&fe, -ENOENT, "params", "sandbox", "no such sandbox");
@@ -776,7 +782,7 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		r = -ENODEV;
 		goto out;
 	}
-	r = controller_compile_request(c, bi, params, &plan, &fe);
+	r = controller_compile_request(c, bi, &q, &plan, &fe);
 	t_compiled = now_usec();
 	/* -EOPNOTSUPP naming a rule: the host cannot enforce it, and it is not optional. */
 	if (r == -EINVAL || r == -EPERM || r == -ENOENT || r == -ERANGE || r == -E2BIG ||
@@ -898,6 +904,11 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	p->start_usec = now_usec();
 	p->t_request = t_request;
 	p->t_compiled = t_compiled;
+	r = process_workspace(p, &plan, group);
+	if (r < 0) {
+		process_free(p);
+		goto fail;
+	}
 	p->next = c->processes;
 	c->processes = p;
 	/* Output is watched only once the spawn is answered (on_spawned()), so a client never sees
@@ -910,11 +921,6 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		p->out[i].eof = p->out[i].fd < 0;
 	}
 	log_debug("%s: compile %llu us", p->id, t_compiled - t_request);
-	r = process_workspace(p, &plan, group);
-	if (r < 0) {
-		process_free(p);
-		goto fail;
-	}
 
 	if (group)
 		p->group = strdup(group);
@@ -935,6 +941,7 @@ out:
 	safe_close(pty_slave);
 	free(a.stdin_data);
 	ctl_plan_done(&plan);
+	controller_policy_request_done(&q);
 	return r;
 }
 

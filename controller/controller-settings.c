@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Backend settings and secrets for clients (SPEC §4, docs/PROTOCOL.md): backend.settings.get,
+ * Backend settings and secrets for clients (docs/PROTOCOL.md): backend.settings.get,
  * backend.settings.set, secret.set, secret.clear.
  *
  * - Settings are validated against the backend's descriptor (backends/backend-settings.c),
  *   merged over what is stored, and stored under the source-qualified reference.
- * - A settings change of the *active* backend is an activation (SPEC §5): the new settings are
+ * - A settings change of the *active* backend is an activation: the new settings are
  *   configured, prepared and probed in a new instance while the current one keeps serving, and
  *   stored only when the swap succeeded — a bad value can never break the running selection.
  * - Secret values never travel through the settings methods: a non-empty secret there is
@@ -239,7 +239,7 @@ static int merge_candidate(const struct backend_descriptor *d, json_t *stored, j
 			continue; /* the validator names it */
 		if (f->type == BACKEND_FIELD_SECRET) {
 			if (json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0))
-				continue; /* SPEC §4: empty means no change */
+				continue; /* empty means "no change" */
 			return field_error_set(fe, -EINVAL, "settings", key,
 					       "a secret: set it with 'cordon secret set' "
 					       "(secret.set), never with the settings");
@@ -436,7 +436,7 @@ int method_secret_set(struct client *cl, json_t *id, json_t *params, int *fds, s
 		sodium_memzero((char *)json_string_value(value), json_string_length(value));
 	if (r < 0)
 		return reply_secret_error(cl, id, r, &fe);
-	/* SPEC §4: empty input means "no change". */
+	/* Empty input means "no change". */
 	controller_secret_event(c, ref_text, field, "set", changed);
 	return client_reply(cl, id,
 			    json_pack("{s:s,s:s,s:b,s:b}", "backend", ref_text, "field", field,

@@ -92,8 +92,8 @@ static int on_done(struct event_source *s, int fd, uint32_t revents, void *userd
 	struct ws_snapshot *snap = j->apply ? NULL : TAKE_PTR(j->snapshot);
 
 	if (j->r < 0)
-		log_warning_errno(j->r, "workspace %s failed: %s: %m", j->apply ? "reconcile" : "send",
-				  j->report.error);
+		log_warning_errno(j->r, "workspace %s failed: %s: %m",
+				  j->apply ? "reconcile" : "send", j->report.error);
 	j->cb(j->ctl, j->r, snap, report, j->ud);
 	job_free(j);
 	return 0;
@@ -113,8 +113,13 @@ static int transfer_start(struct controller *c, bool apply, const char *ws_path,
 		safe_close(data_fd);
 		return -ENOMEM;
 	}
-	*j = (struct transfer_job){ .ctl = c, .apply = apply, .data_fd = data_fd,
-				    .notify = { -1, -1 }, .cb = cb, .ud = ud, .dir_fd = -1 };
+	*j = (struct transfer_job){ .ctl = c,
+				    .apply = apply,
+				    .data_fd = data_fd,
+				    .notify = { -1, -1 },
+				    .cb = cb,
+				    .ud = ud,
+				    .dir_fd = -1 };
 	j->snapshot = (struct ws_snapshot *)snapshot;
 	j->policy = policy;
 	r = ws_report_init(&j->report);

@@ -204,12 +204,30 @@ void ctl_plan_done(struct ctl_plan *p);
 int ctl_plan_add_fd(struct ctl_plan *p, int fd);
 
 /*
+ * A request's policy part, parsed once at the method boundary (nothing deeper reads the
+ * request's JSON): the JSON members are borrowed from the request's params, which outlive it.
+ */
+struct policy_request {
+	json_t *policy;		/* params.policy, or NULL: the embedded default */
+	json_t *patch;		/* params.policyPatch, or NULL */
+	const char *sandbox;	/* params.sandbox: the acquired sandbox it runs in */
+	char **argv;		/* params.argv (owned), NULL when the method takes none */
+	char **envp;		/* params.env (owned), never NULL */
+	const char *caller_cwd; /* params.callerCwd, or the user's home */
+	const char *cwd;	/* params.cwd: the process's, or NULL */
+};
+int controller_policy_request_parse(struct controller *c, json_t *params, bool need_argv,
+				    struct policy_request *ret, struct field_error *fe);
+void controller_policy_request_done(struct policy_request *q);
+
+/*
  * controller-policy.c: the policy for a request — params.policy (or the embedded default) with
  * params.policyPatch merged on top — compiled for argv/env/cwd of the request. On a bad policy
  * returns -EINVAL (or -EPERM for a refusal) with fe naming the field.
  */
-int controller_compile_request(struct controller *c, struct backend_instance *bi, json_t *params,
-			       struct ctl_plan *ret, struct field_error *fe);
+int controller_compile_request(struct controller *c, struct backend_instance *bi,
+			       const struct policy_request *q, struct ctl_plan *ret,
+			       struct field_error *fe);
 /*
  * The request's policy parsed, resolved for this caller (absolute paths, concrete limits) and,
  * in a sandbox, checked to narrow the sandbox's, then held against bi's claims (when given);
@@ -217,8 +235,8 @@ int controller_compile_request(struct controller *c, struct backend_instance *bi
  */
 struct policy;
 int controller_request_policy_parsed(struct controller *c, struct backend_instance *bi,
-				     json_t *params, json_t **ret_doc, struct policy **ret_policy,
-				     struct field_error *fe);
+				     const struct policy_request *q, json_t **ret_doc,
+				     struct policy **ret_policy, struct field_error *fe);
 /* The embedded default with patch merged on top (a patch's env.pass replaces the default's),
  * compiled for argv/envp/cwd and a launcher's hello: the core's compile upcall. */
 struct compiled_plan;
@@ -226,7 +244,7 @@ int controller_compile_default(struct controller *c, json_t *patch, char **argv,
 			       const char *cwd, json_t *hello, struct compiled_plan **ret,
 			       struct field_error *fe);
 /* The policy document of a request (default + patch), for check/explain. */
-int controller_request_policy(struct controller *c, json_t *params, json_t **ret,
+int controller_request_policy(struct controller *c, const struct policy_request *q, json_t **ret,
 			      struct field_error *fe);
 
 /* controller-backend.c: backends, instances, the activation transaction. */

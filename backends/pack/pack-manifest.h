@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Pack manifests (SPEC §6): the pack.json at the top of a pack directory. Pure: jansson and the
+ * Pack manifests (docs/PROTOCOL.md §6.1): the pack.json at the top of a pack directory. Pure: jansson and the
  * descriptor parser only, no I/O but the parse of a caller-supplied buffer.
  *
  *   {"id": "org.example.cloud",          stable pack id (backend_pack_id_is_valid())

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The installed packs (SPEC §6), in the controller's state directory (0700, ours):
+ * The installed packs, in the controller's state directory (0700, ours):
  *
  *   packs/<id>/          a copy of the pack directory as installed: regular files and
  *                        directories only (symlinks, devices, fifos and sockets are refused at
