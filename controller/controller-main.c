@@ -80,65 +80,6 @@ static unsigned long long read_mem_total(void)
 	return kb * 1024ULL;
 }
 
-/* ------------------------------------------------------------------------- upcalls */
-
-/* What backends may ask of the core (struct backend_host). */
-static void up_exited(struct backend_host *h, struct backend_instance *bi, const char *sandbox,
-		      json_t *exit)
-{
-	controller_process_exited_on(controller_of(h), bi, sandbox, exit);
-}
-
-static void up_lost(struct backend_host *h, struct backend_instance *bi)
-{
-	struct controller *c = controller_of(h);
-
-	controller_event(c, "backend-lost", json_pack("{s:s}", "launcher", bi->name));
-	controller_processes_instance_lost(c, bi);
-	controller_backend_lost(c, bi);
-}
-
-static void up_event(struct backend_host *h, const char *type, json_t *fields)
-{
-	controller_event(controller_of(h), type, fields);
-}
-
-static int up_ask(struct backend_host *h, uint64_t origin, const char *kind, json_t *params,
-		  unsigned timeout_ms, void (*cb)(int r, json_t *answer, void *ud), void *ud)
-{
-	return controller_interaction_ask(controller_of(h), origin, kind, params, timeout_ms, cb,
-					  ud);
-}
-
-static int up_compile(struct backend_host *h, json_t *patch, char **argv, char **envp,
-		      const char *cwd, json_t *hello, struct compiled_plan **ret,
-		      struct field_error *fe)
-{
-	return controller_compile_default(controller_of(h), patch, argv, envp, cwd, hello, ret, fe);
-}
-
-static json_t *up_launcher_hello(struct backend_host *h)
-{
-	return controller_launcher_hello(controller_of(h));
-}
-
-/* The providers: built-ins, the packs', and what this build adds (controller-providers.c). */
-static int providers_open(struct controller *c)
-{
-	int r = controller_provider_add(c, &backend_builtin_provider);
-
-	if (r < 0)
-		return r;
-	/* Before the saved selection is read: it may be one of a pack's backends. */
-	(void)controller_packs_open(c);
-	for (size_t i = 0; controller_extra_providers[i]; i++) {
-		r = controller_provider_add(c, controller_extra_providers[i]);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
 /* One controller per user: an exclusive lock next to the socket. */
 static int take_lock(const char *socket_path, int *ret_fd)
 {
@@ -174,18 +115,7 @@ int main(int argc, char **argv)
 					      { "ready-fd", required_argument, NULL, 'r' },
 					      { "help", no_argument, NULL, 'h' },
 					      {} };
-	struct controller ctl = {
-		.host = {
-			.exited = up_exited,
-			.lost = up_lost,
-			.event = up_event,
-			.ask = up_ask,
-			.compile = up_compile,
-			.launcher_hello = up_launcher_hello,
-		},
-		.listen_fd = -1,
-		.events_log_fd = -1,
-	};
+	struct controller ctl = { .listen_fd = -1, .events_log_fd = -1 };
 	_cleanup_free_ char *socket_path = NULL;
 	_cleanup_close_ int lock_fd = -1, sfd = -1;
 	const char *socket_opt = NULL;
@@ -195,6 +125,7 @@ int main(int argc, char **argv)
 	struct passwd *pw;
 	sigset_t mask;
 
+	controller_host_init(&ctl);
 	log_set_ident("cordon-controller");
 	log_parse_environment();
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
@@ -291,7 +222,7 @@ int main(int argc, char **argv)
 	r = controller_events_open(&ctl);
 	if (r < 0 && r != -EACCES && r != -EROFS)
 		return 1;
-	r = providers_open(&ctl);
+	r = controller_providers_open(&ctl);
 	if (r < 0)
 		return log_error_errno(r, "cannot register the backend providers: %m"), 1;
 	r = controller_backends_start(&ctl);

@@ -312,6 +312,11 @@ int controller_backend_ref_param(json_t *params, struct backend_ref *ret, char *
 void controller_process_exited_on(struct controller *c, struct backend_instance *bi,
 				  const char *sandbox, json_t *exit);
 
+/* controller-host.c: the upcalls backends reach the core through, set on c->host; and the
+ * providers (built-ins, packs, what the build adds) registered. */
+void controller_host_init(struct controller *c);
+int controller_providers_open(struct controller *c);
+
 /* controller-registry.c: backends are found through the providers only. */
 /* The providers a build adds, NULL-terminated (controller-providers.c, or the test build's). */
 extern const struct backend_provider *const controller_extra_providers[];

@@ -4,12 +4,11 @@
 
 
 ## --- the controller daemon -----------------------------------------------------------------
-libexec_PROGRAMS += cordon-controller
-## The core's sources; the real daemon adds controller-providers.c (no extra providers), the
-## test build its own providers instead.
-controller_core_sources = \
+## The core as a library: the daemon is its main() and the providers list; the test build of
+## the controller and the core's unit tests link the same objects.
+noinst_LIBRARIES += libcontroller.a
+libcontroller_a_SOURCES = \
 	%reldir%/controller.h \
-	%reldir%/controller-main.c \
 	%reldir%/controller-server.c \
 	%reldir%/controller-client.c \
 	%reldir%/controller-events.c \
@@ -20,27 +19,32 @@ controller_core_sources = \
 	%reldir%/controller-transfer.c \
 	%reldir%/controller-backend.c \
 	%reldir%/controller-registry.c \
+	%reldir%/controller-host.c \
 	%reldir%/controller-persist.c \
 	%reldir%/controller-packs.c \
-	%reldir%/controller-doctor.c
-cordon_controller_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSECCOMP_CFLAGS) $(LIBSODIUM_CFLAGS)
-cordon_controller_LDADD = libproxy.a libbackend.a libworkspace.a libctl_launcher.a libpolicy_compile.a libpolicy.a libipc.a \
-	libcommon.a $(JANSSON_LIBS) $(LIBSECCOMP_LIBS) $(LIBSODIUM_LIBS)
-
-
-## --- settings, secrets and host interactions -----------------------------------------------
-controller_core_sources += \
+	%reldir%/controller-doctor.c \
 	%reldir%/controller-settings.c \
 	%reldir%/controller-secrets.c \
 	%reldir%/controller-interaction.c %reldir%/controller-interaction.h
-cordon_controller_SOURCES = $(controller_core_sources) %reldir%/controller-providers.c
-## The test build of the controller: the same sources plus CORDON_TEST_HOOKS (builtin:test, a
-## backend with a setting of every type, and the test.interaction method). Never installed.
+libcontroller_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSECCOMP_CFLAGS) $(LIBSODIUM_CFLAGS)
+## What a program linking the core adds to its LDADD.
+LIBCONTROLLER_LIBS = libcontroller.a libproxy.a libbackend.a libworkspace.a libctl_launcher.a \
+	libpolicy_compile.a libpolicy.a libipc.a libcommon.a $(JANSSON_LIBS) $(LIBSECCOMP_LIBS) \
+	$(LIBSODIUM_LIBS)
+
+libexec_PROGRAMS += cordon-controller
+cordon_controller_SOURCES = %reldir%/controller-main.c %reldir%/controller-providers.c
+cordon_controller_CFLAGS = $(libcontroller_a_CFLAGS)
+cordon_controller_LDADD = $(LIBCONTROLLER_LIBS)
+
+## The test build of the controller: the same core with the test build's providers and methods
+## (builtin:test, a backend with a setting of every type; test.interaction, test.fail). Never
+## installed.
 check_PROGRAMS += tests/helpers/cordon-controller-test
-tests_helpers_cordon_controller_test_SOURCES = $(controller_core_sources) \
+tests_helpers_cordon_controller_test_SOURCES = %reldir%/controller-main.c \
 	tests/helpers/controller-backend-test.c
-tests_helpers_cordon_controller_test_CFLAGS = $(cordon_controller_CFLAGS) -DCORDON_TEST_HOOKS=1
-tests_helpers_cordon_controller_test_LDADD = $(cordon_controller_LDADD)
+tests_helpers_cordon_controller_test_CFLAGS = $(libcontroller_a_CFLAGS)
+tests_helpers_cordon_controller_test_LDADD = $(LIBCONTROLLER_LIBS)
 TESTS += tests/integration/settings-secrets.sh
 EXTRA_DIST += \
 	tests/integration/settings-secrets.sh \

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * builtin:test — a provider of its own, linked only into the test build of the controller (CORDON_TEST_HOOKS,
- * tests/helpers/cordon-controller-test), never into cordon-controller. A descriptor with one
+ * builtin:test — a provider of its own, linked only into the test build of the controller
+ * (tests/helpers/cordon-controller-test), never into cordon-controller. A descriptor with one
  * field of every type, so the settings and secret methods can be exercised without a pack:
  *   region (string, required, no default), count (number, default 1), verbose (boolean),
  *   mode (select fast|safe, default fast), apiKey (secret), failConfigure (boolean: configure

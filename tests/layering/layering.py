@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 src, build = sys.argv[1], sys.argv[2]
-CTL = "cordon_controller-"
+CTL = "libcontroller_a-"
 BK = "libbackend_a-"
 n = 0
 failed = 0

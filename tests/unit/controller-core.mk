@@ -1,0 +1,1 @@
+## Unit tests of the controller core against a fake backend.
