@@ -620,6 +620,65 @@ int method_policy_check(struct client *cl, json_t *id, json_t *params, int *fds,
 	return r;
 }
 
+/*
+ * What the serving backend enforces of a policy, when it is not the fallback (builtin:auto,
+ * which enforces every section the explanation describes): its claims, and a line for each
+ * section it leaves unenforced, and whether the request would be refused by its claims.
+ */
+static int explain_backend(struct backend_instance *bi, const struct policy *policy,
+			   json_t *explanation, char **text)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} sections[] = {
+		{ BACKEND_ENFORCES_FILESYSTEM, "filesystem" },
+		{ BACKEND_ENFORCES_NETWORK, "network" },
+		{ BACKEND_ENFORCES_LIMITS, "limits" },
+		{ BACKEND_ENFORCES_SYSCALLS, "syscalls" },
+	};
+	const struct backend_claims *cl = &bi->claims;
+	struct field_error fe = { 0 };
+	_cleanup_free_ char *lines = NULL;
+	json_t *unenforced = json_array(), *j;
+	int r;
+
+	if (!unenforced)
+		return -ENOMEM;
+	lines = strdup_printf("\nThe active backend is %s (isolation %s, workspace %s%s):\n",
+			      bi->ref, backend_isolation_to_string(cl->isolation),
+			      backend_attach_to_string(cl->workspace),
+			      cl->read_only_workspace ? ", read-only enforced" : "");
+	for (size_t i = 0; lines && i < ELEMENTSOF(sections); i++) {
+		char *more;
+
+		if (cl->enforces & sections[i].bit)
+			continue;
+		(void)json_array_append_new(unenforced, json_string(sections[i].name));
+		more = strdup_printf("%s  %s: NOT enforced by this backend\n", lines,
+				     sections[i].name);
+		free(lines);
+		lines = more;
+	}
+	r = backend_admit(bi, policy, &fe);
+	if (lines && r < 0) {
+		char *more = strdup_printf("%s  this policy is refused here: %s: %s\n", lines,
+					   fe.field, fe.reason);
+
+		free(lines);
+		lines = more;
+	}
+	j = json_pack("{s:s,s:s,s:s,s:b,s:o,s:s?}", "ref", bi->ref, "isolation",
+		      backend_isolation_to_string(cl->isolation), "workspace",
+		      backend_attach_to_string(cl->workspace), "readOnlyWorkspace",
+		      cl->read_only_workspace, "unenforced", unenforced, "refused",
+		      r < 0 ? fe.field : NULL);
+	if (!j || !lines || json_object_set_new(explanation, "backend", j) < 0)
+		return -ENOMEM;
+	*text = TAKE_PTR(lines);
+	return 0;
+}
+
 int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
 	static const char *const keys[] = { "policy", "policyPatch", "callerCwd", NULL };
@@ -641,8 +700,21 @@ int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fd
 		r = reply_policy_error(cl, id, r, &fe);
 		goto out;
 	}
-	if (policy_explain_format_text(explanation, &text) >= 0)
+	if (policy_explain_format_text(explanation, &text) >= 0) {
+		struct backend_instance *bi = cl->ctl->active;
+		_cleanup_free_ char *more = NULL;
+
+		if (bi && !streq(bi->ref, BACKEND_FALLBACK_REF) &&
+		    explain_backend(bi, rc.policy, explanation, &more) >= 0) {
+			char *all = strdup_printf("%s%s", text, more);
+
+			if (all) {
+				free(text);
+				text = all;
+			}
+		}
 		json_object_set_new(explanation, "text", json_string(text));
+	}
 	r = client_reply(cl, id, explanation);
 out:
 	request_ctx_done(&rc);

@@ -133,6 +133,16 @@ PY
 		"$WHO: a read-only sandbox is refused at acquisition (host cannot enforce it), the field named"
 	[ ! -e "$work/acq.txt" ]
 	ok $? "$WHO: …and nothing was written"
+
+	# 6. policy explain says what the active backend does not enforce.
+	out=$(as "$CORDON" policy explain "$yes" 2>&1)
+	case "$out" in *"active backend is builtin:host"*"filesystem: NOT enforced"*) true ;; *) false ;; esac
+	ok $? "$WHO: policy explain names builtin:host and the sections it does not enforce"
+	python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p.setdefault("filesystem", {})["workspace"] = {"path": sys.argv[2], "access": "read-only"}; json.dump(p, open(sys.argv[3], "w"))' \
+		"$yes" "$work" "$TEST_TMP/ro-$WHO.json" && chmod 644 "$TEST_TMP/ro-$WHO.json"
+	out=$(as "$CORDON" --json policy explain "$TEST_TMP/ro-$WHO.json" 2>&1)
+	is "filesystem.workspace.access" "$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["backend"].get("refused"))' 2>&1)" \
+		"$WHO: …and, in JSON, that a read-only workspace would be refused there"
 	cd / || return
 }
 
@@ -147,7 +157,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		for _ in $(seq 50); do kill -0 "$npid" 2>/dev/null || break; sleep 0.1; done
 	fi
 else
-	for _ in $(seq 16); do na "needs root and setpriv to act as an ordinary user"; done
+	for _ in $(seq 18); do na "needs root and setpriv to act as an ordinary user"; done
 fi
 
 echo "1..$TAP_N"
