@@ -446,6 +446,200 @@ static int wait_forwarding_signals(struct cli *cli, struct run_state *st)
 	}
 }
 
+/* What run_command() returns when the active backend runs commands only in leases. */
+#define RUN_NEEDS_LEASE (-1)
+
+/* The controller's refusal of a one-shot run on a backend that transfers the workspace. */
+static bool needs_lease(json_t *error)
+{
+	json_t *data = json_object_get(error, "data");
+
+	return json_integer_value(json_object_get(error, "code")) == CORDON_ERR_POLICY_REFUSED &&
+	       streq_ptr(json_string_value(json_object_get(data, "field")), "params.sandbox");
+}
+
+/* Run (or exec) the command the request describes; its exit status, or RUN_NEEDS_LEASE. */
+static int run_command(struct cli *cli, json_t *params, bool capture, bool detach,
+		       const char *sandbox, unsigned long long t_start)
+{
+	_cleanup_json_ json_t *result = NULL, *error = NULL;
+	struct run_state st = { 0 };
+	unsigned long long t_answered;
+	int r;
+
+	if (capture) {
+		json_t *out, *err;
+
+		r = cli_call(cli, "process.exec", json_incref(params), NULL, 0, &result, &error,
+			     NULL, NULL);
+		if (r == -EREMOTEIO && !sandbox && needs_lease(error))
+			return RUN_NEEDS_LEASE;
+		if (r == -EREMOTEIO)
+			return report_run_error(error, "exec", sandbox);
+		if (r < 0)
+			return CLI_EXIT_UNAVAILABLE;
+		if (cli->json) {
+			cli_print_json(result);
+			return exit_status_of(result);
+		}
+		out = json_object_get(result, "stdout");
+		err = json_object_get(result, "stderr");
+		if (json_is_string(out))
+			(void)loop_write(STDOUT_FILENO, json_string_value(out),
+					 json_string_length(out));
+		if (json_is_string(err))
+			(void)loop_write(STDERR_FILENO, json_string_value(err),
+					 json_string_length(err));
+		if (json_is_true(json_object_get(result, "stdoutTruncated")) ||
+		    json_is_true(json_object_get(result, "stderrTruncated")))
+			fprintf(stderr, "cordon: output truncated at %lld bytes per stream\n",
+				(long long)json_integer_value(
+					json_object_get(result, "maxOutputBytes")));
+		print_exit_note(result);
+		return exit_status_of(result);
+	}
+
+	/* run: our stdio goes to the command as fds 0, 1, 2 of this message. A detached command
+	 * outlives us: it gets none of our stdio (it would hold a pipe or terminal of ours open
+	 * after we are gone); its output is discarded unless it redirects it itself. */
+	if (detach) {
+		json_object_set_new(params, "stdio",
+				    json_pack("{s:s,s:s,s:s}", "stdin", "null", "stdout", "null",
+					      "stderr", "null"));
+		json_object_set_new(params, "detached", json_true());
+	} else
+		json_object_set_new(params, "stdio",
+				    json_pack("{s:i,s:i,s:i}", "stdin", 0, "stdout", 1, "stderr",
+					      2));
+	{
+		sigset_t mask;
+
+		/* Block before spawning so no signal is lost between spawn and the wait loop. */
+		sigemptyset(&mask);
+		sigaddset(&mask, SIGINT);
+		sigaddset(&mask, SIGTERM);
+		sigaddset(&mask, SIGHUP);
+		sigaddset(&mask, SIGQUIT);
+		(void)sigprocmask(SIG_BLOCK, &mask, NULL);
+	}
+	r = cli_call(cli, "process.spawn", json_incref(params), (const int[]){ 0, 1, 2 },
+		     detach ? 0 : 3, &result, &error, on_notify, &st);
+	if (r == -EREMOTEIO && !sandbox && !detach && needs_lease(error))
+		return RUN_NEEDS_LEASE;
+	if (r == -EREMOTEIO)
+		return report_run_error(error, "run", sandbox);
+	if (r < 0)
+		return CLI_EXIT_UNAVAILABLE;
+	t_answered = now_usec();
+	st.process_id = json_string_value(json_object_get(result, "processId"));
+	if (!st.process_id)
+		return log_error("the controller's answer has no processId"), CLI_EXIT_FAILURE;
+	if (detach) {
+		if (cli->json)
+			cli_print_json(result);
+		else
+			printf("%s\n", st.process_id);
+		return CLI_EXIT_OK;
+	}
+	r = wait_forwarding_signals(cli, &st);
+	if (r < 0) {
+		log_error_errno(r, "lost the controller while waiting for the command: %m");
+		return CLI_EXIT_UNAVAILABLE;
+	}
+	log_debug("timing (us after the start of the command): spawn answered %llu, exit notified "
+		  "%llu [started at %llu]",
+		  t_answered - t_start, now_usec() - t_start, t_start);
+	if (cli->json)
+		cli_print_json(st.exit);
+	else
+		print_exit_note(st.exit);
+	r = exit_status_of(st.exit);
+	json_decref(st.exit);
+	return r;
+}
+
+/*
+ * The active backend sees the workspace only through a lease: the command runs in one of its
+ * own, acquired with the command's policy (its workspace read-write unless the command line
+ * or the policy says), released at the end, which brings the changes back. What could not be
+ * applied (conflicts, refused paths) is said on stderr.
+ */
+static int run_in_lease(struct cli *cli, json_t *params, bool capture, const char *name,
+			unsigned long long t_start)
+{
+	_cleanup_json_ json_t *acq = json_object(), *result = NULL, *error = NULL;
+	json_t *patch = json_object_get(params, "policyPatch"), *ws, *counts;
+	_cleanup_free_ char *id = NULL;
+	int r, status;
+
+	if (!acq)
+		return CLI_EXIT_FAILURE;
+	patch = patch ? json_deep_copy(patch) : json_object();
+	ws = json_object_get(json_object_get(patch, "filesystem"), "workspace");
+	if (!json_object_get(ws, "access") &&
+	    !json_object_get(json_object_get(json_object_get(json_object_get(params, "policy"),
+							     "filesystem"),
+					     "workspace"),
+			     "access")) {
+		if (!json_object_get(patch, "filesystem"))
+			json_object_set_new(patch, "filesystem", json_object());
+		if (!ws) {
+			ws = json_object();
+			json_object_set_new(json_object_get(patch, "filesystem"), "workspace", ws);
+		}
+		json_object_set_new(ws, "access", json_string("read-write"));
+	}
+	json_object_set_new(acq, "policyPatch", patch);
+	if (json_object_get(params, "policy"))
+		json_object_set(acq, "policy", json_object_get(params, "policy"));
+	json_object_set(acq, "env", json_object_get(params, "env"));
+	json_object_set(acq, "callerCwd", json_object_get(params, "callerCwd"));
+	r = cli_call(cli, "sandbox.acquire", json_incref(acq), NULL, 0, &result, &error, NULL,
+		     NULL);
+	if (r == -EREMOTEIO)
+		return cli_report_error(error, name);
+	if (r < 0)
+		return CLI_EXIT_UNAVAILABLE;
+	id = strdup(json_string_value(json_object_get(result, "sandboxId")) ?: "");
+	if (!id || !*id)
+		return log_error("the controller's answer has no sandboxId"), CLI_EXIT_FAILURE;
+	log_debug("running in lease %s (the backend transfers the workspace)", id);
+	json_object_del(params, "policy");
+	json_object_del(params, "policyPatch");
+	json_object_set_new(params, "sandbox", json_string(id));
+	status = run_command(cli, params, capture, false, id, t_start);
+
+	json_decref(TAKE_PTR(result));
+	json_decref(TAKE_PTR(error));
+	r = cli_call(cli, "sandbox.release", json_pack("{s:s}", "sandboxId", id), NULL, 0, &result,
+		     &error, NULL, NULL);
+	if (r == -EREMOTEIO) {
+		cli_report_error(error, name);
+		return status == CLI_EXIT_OK ? CLI_EXIT_FAILURE : status;
+	}
+	if (r < 0)
+		return CLI_EXIT_UNAVAILABLE;
+	counts = json_object_get(json_object_get(result, "workspace"), "counts");
+	if (json_integer_value(json_object_get(counts, "conflict")) > 0 ||
+	    json_integer_value(json_object_get(counts, "refused")) > 0) {
+		size_t i;
+		json_t *it;
+
+		fprintf(stderr, "cordon: %s: not every change came back to the workspace:\n", name);
+		json_array_foreach(json_object_get(json_object_get(result, "workspace"), "items"),
+				   i, it) {
+			const char *action = json_string_value(json_object_get(it, "action"));
+
+			if (action && (streq(action, "conflict") || streq(action, "refused")))
+				fprintf(stderr, "  %s %s%s%s\n", action,
+					json_string_value(json_object_get(it, "path")),
+					json_object_get(it, "reason") ? ": " : "",
+					json_string_value(json_object_get(it, "reason")) ?: "");
+		}
+	}
+	return status;
+}
+
 int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 {
 	enum {
@@ -464,12 +658,10 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 	const char *name = capture ? "exec" : "run";
 	_cleanup_(cli_policy_opts_done) struct cli_policy_opts po = { 0 };
 	_cleanup_json_ json_t *params = json_object();
-	_cleanup_json_ json_t *result = NULL, *error = NULL, *cmd = json_array(),
-			      *env = json_array();
+	_cleanup_json_ json_t *cmd = json_array(), *env = json_array();
 	_cleanup_free_ char *cwd = NULL;
 	const char *cwd_in = NULL, *sandbox = NULL;
-	struct run_state st = { 0 };
-	unsigned long long t_start = now_usec(), t_connected, t_answered;
+	unsigned long long t_start = now_usec(), t_connected;
 	bool detach = false;
 	int c, r;
 
@@ -550,90 +742,9 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 	if (r < 0)
 		return CLI_EXIT_UNAVAILABLE;
 	t_connected = now_usec();
-
-	if (capture) {
-		json_t *out, *err;
-
-		r = cli_call(cli, "process.exec", json_incref(params), NULL, 0, &result, &error,
-			     NULL, NULL);
-		if (r == -EREMOTEIO)
-			return report_run_error(error, "exec", sandbox);
-		if (r < 0)
-			return CLI_EXIT_UNAVAILABLE;
-		if (cli->json) {
-			cli_print_json(result);
-			return exit_status_of(result);
-		}
-		out = json_object_get(result, "stdout");
-		err = json_object_get(result, "stderr");
-		if (json_is_string(out))
-			(void)loop_write(STDOUT_FILENO, json_string_value(out),
-					 json_string_length(out));
-		if (json_is_string(err))
-			(void)loop_write(STDERR_FILENO, json_string_value(err),
-					 json_string_length(err));
-		if (json_is_true(json_object_get(result, "stdoutTruncated")) ||
-		    json_is_true(json_object_get(result, "stderrTruncated")))
-			fprintf(stderr, "cordon: output truncated at %lld bytes per stream\n",
-				(long long)json_integer_value(
-					json_object_get(result, "maxOutputBytes")));
-		print_exit_note(result);
-		return exit_status_of(result);
-	}
-
-	/* run: our stdio goes to the command as fds 0, 1, 2 of this message. A detached command
-	 * outlives us: it gets none of our stdio (it would hold a pipe or terminal of ours open
-	 * after we are gone); its output is discarded unless it redirects it itself. */
-	if (detach) {
-		json_object_set_new(params, "stdio",
-				    json_pack("{s:s,s:s,s:s}", "stdin", "null", "stdout", "null",
-					      "stderr", "null"));
-		json_object_set_new(params, "detached", json_true());
-	} else
-		json_object_set_new(params, "stdio",
-				    json_pack("{s:i,s:i,s:i}", "stdin", 0, "stdout", 1, "stderr",
-					      2));
-	{
-		sigset_t mask;
-
-		/* Block before spawning so no signal is lost between spawn and the wait loop. */
-		sigemptyset(&mask);
-		sigaddset(&mask, SIGINT);
-		sigaddset(&mask, SIGTERM);
-		sigaddset(&mask, SIGHUP);
-		sigaddset(&mask, SIGQUIT);
-		(void)sigprocmask(SIG_BLOCK, &mask, NULL);
-	}
-	r = cli_call(cli, "process.spawn", json_incref(params), (const int[]){ 0, 1, 2 },
-		     detach ? 0 : 3, &result, &error, on_notify, &st);
-	if (r == -EREMOTEIO)
-		return report_run_error(error, "run", sandbox);
-	if (r < 0)
-		return CLI_EXIT_UNAVAILABLE;
-	t_answered = now_usec();
-	st.process_id = json_string_value(json_object_get(result, "processId"));
-	if (!st.process_id)
-		return log_error("the controller's answer has no processId"), CLI_EXIT_FAILURE;
-	if (detach) {
-		if (cli->json)
-			cli_print_json(result);
-		else
-			printf("%s\n", st.process_id);
-		return CLI_EXIT_OK;
-	}
-	r = wait_forwarding_signals(cli, &st);
-	if (r < 0) {
-		log_error_errno(r, "lost the controller while waiting for the command: %m");
-		return CLI_EXIT_UNAVAILABLE;
-	}
-	log_debug("timing (us after the start of the command): connected %llu, spawn answered "
-		  "%llu, exit notified %llu [started at %llu]",
-		  t_connected - t_start, t_answered - t_start, now_usec() - t_start, t_start);
-	if (cli->json)
-		cli_print_json(st.exit);
-	else
-		print_exit_note(st.exit);
-	r = exit_status_of(st.exit);
-	json_decref(st.exit);
+	log_debug("connected after %llu us", t_connected - t_start);
+	r = run_command(cli, params, capture, detach, sandbox, t_start);
+	if (r == RUN_NEEDS_LEASE)
+		r = run_in_lease(cli, params, capture, name, t_start);
 	return r;
 }

@@ -797,6 +797,19 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	}
 	if (r < 0)
 		goto fail;
+	/* A transfer backend sees the workspace only through a lease (the tree goes in at its
+	 * acquisition and comes back at its release): a one-shot run would lose its changes. */
+	if (!group && plan.ws_path && bi->claims.workspace == BACKEND_ATTACH_TRANSFER) {
+		field_error_set(
+			&fe, -EOPNOTSUPP, "params", "sandbox",
+			"the active backend (%s) transfers the workspace: run the command "
+			"in a lease (sandbox.acquire, then \"sandbox\": ID; cordon run does "
+			"this by itself)",
+			bi->ref);
+		*ret_error = error_field_obj(CORDON_ERR_POLICY_REFUSED, &fe);
+		r = -EOPNOTSUPP;
+		goto out;
+	}
 
 	/* Wire stdio: fds for the sandbox go into the plan; our ends of pipes stay with us. */
 	stdio = json_object();
