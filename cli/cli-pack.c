@@ -119,12 +119,28 @@ int cli_cmd_pack(struct cli *cli, int argc, char **argv)
 			cli_print_json(result);
 		else {
 			json_t *p = json_object_get(result, "pack");
+			json_t *asks = json_object_get(p, "asks"), *v;
+			const char *net = json_string_value(json_object_get(asks, "network"));
+			size_t k;
 
 			printf("%s pack %s %s\n",
 			       json_is_true(json_object_get(result, "replaced")) ? "reinstalled"
 										 : "installed",
 			       json_string_value(json_object_get(p, "id")),
 			       json_string_value(json_object_get(p, "version")));
+			/* What it asks for, before anyone enables it. */
+			printf("  its process's network: %s\n", net ? net : "none");
+			json_array_foreach(json_object_get(asks, "domains"), k, v)
+				printf("    domain %s\n", json_string_value(v));
+			json_array_foreach(json_object_get(asks, "hostSockets"), k, v)
+				printf("  host socket %s: %s (whoever talks to it may do what it "
+				       "serves)\n",
+				       json_string_value(json_object_get(v, "name")),
+				       json_string_value(json_object_get(v, "path")));
+			if (!json_is_true(json_object_get(p, "enabled")))
+				printf("  not enabled: it asks for more than a sandbox of its own; "
+				       "enable it with 'cordon pack enable %s'\n",
+				       json_string_value(json_object_get(p, "id")));
 		}
 		return CLI_EXIT_OK;
 	}

@@ -28,13 +28,15 @@ void floor_done(struct floor *f)
 {
 	strv_free(f->allow_users);
 	strv_free(f->allow_groups);
-	f->allow_users = f->allow_groups = NULL;
+	strv_free(f->pack_sockets);
+	f->allow_users = f->allow_groups = f->pack_sockets = NULL;
 }
 
 static int parse_floor(json_t *j, struct floor *f, struct field_error *err)
 {
-	static const char *const keys[] = { "require",	   "maxNetwork", "hostMode", "allowUsers",
-					    "allowGroups", "perUser",	 NULL };
+	static const char *const keys[] = { "require",	   "maxNetwork",  "hostMode",
+					    "allowUsers",  "allowGroups", "perUser",
+					    "packSockets", NULL };
 	static const char *const per_user_keys[] = { "maxSandboxes", "pidsMax", "memoryMaxBytes",
 						     NULL };
 	_cleanup_strv_free_ char **require = NULL;
@@ -78,6 +80,18 @@ static int parse_floor(json_t *j, struct floor *f, struct field_error *err)
 	r = ipc_json_get_strv(j, "allowGroups", false, 4096, 256, "", &f->allow_groups, err);
 	if (r < 0)
 		return r;
+	r = ipc_json_get_strv(j, "packSockets", false, 64, 4096, "", &f->pack_sockets, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; f->pack_sockets && f->pack_sockets[i]; i++)
+		if (!path_is_absolute(f->pack_sockets[i]) ||
+		    !path_is_normalized(f->pack_sockets[i])) {
+			char q[32];
+
+			json_path_index(q, sizeof(q), "packSockets", i);
+			return field_error_set(err, -EINVAL, q, NULL,
+					       "expected a normalized absolute path");
+		}
 	r = ipc_json_get_object(j, "perUser", false, "", &pu, err);
 	if (r < 0)
 		return r;
@@ -225,5 +239,15 @@ json_t *floor_to_json(const struct floor *f)
 		      plan_network_to_string(f->max_network), "hostMode", f->host_mode, "perUser",
 		      "maxSandboxes", (json_int_t)f->max_sandboxes, "pidsMax",
 		      (json_int_t)f->pids_max, "memoryMaxBytes", (json_int_t)f->memory_max);
+	if (o) {
+		json_t *socks = json_array();
+
+		for (size_t i = 0; socks && f->pack_sockets && f->pack_sockets[i]; i++)
+			(void)json_array_append_new(socks, json_string(f->pack_sockets[i]));
+		if (!socks || json_object_set_new(o, "packSockets", socks) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
 	return o;
 }

@@ -9,11 +9,12 @@
  *     "maxNetwork": "proxy",                          none < loopback < proxy < host
  *     "hostMode": false,                              unconfined "host" launchers allowed
  *     "allowUsers": ["alice"], "allowGroups": ["cordon"],   absent: every local user
- *     "perUser": {"maxSandboxes": 64, "pidsMax": 4096, "memoryMaxBytes": 8589934592}
+ *     "perUser": {"maxSandboxes": 64, "pidsMax": 4096, "memoryMaxBytes": 8589934592},
+ *     "packSockets": ["/var/run/docker.sock"]        host sockets a pack may be given
  *   }
  *
  * Defaults: nothing required beyond launcherd's own layers, maxNetwork "proxy", hostMode false,
- * every user, 256 live sandboxes per user, no pids or memory ceiling.
+ * every user, 256 live sandboxes per user, no pids or memory ceiling, no socket for packs.
  */
 #pragma once
 
@@ -42,6 +43,9 @@ struct floor {
 	uint64_t pids_max;
 	bool pids_max_required;
 	uint64_t memory_max; /* idem, bytes; a plan must carry one when set */
+	/* Host sockets (absolute paths) the controller may hand a pack process that asks for
+	 * them in its manifest (reported in hello; launcherd itself serves no pack). */
+	char **pack_sockets;
 };
 
 #define FLOOR_FILE_MAX (64U * 1024U)

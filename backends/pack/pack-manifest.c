@@ -18,6 +18,7 @@ static const char *const network_names[] = {
 	[PACK_NETWORK_NONE] = "none",
 	[PACK_NETWORK_LOOPBACK] = "loopback",
 	[PACK_NETWORK_HOST] = "host",
+	[PACK_NETWORK_PROXY] = "proxy",
 };
 
 const char *pack_network_to_string(enum pack_network n)
@@ -77,6 +78,12 @@ void pack_manifest_free(struct pack_manifest *m)
 	free(m->version);
 	free(m->description);
 	free(m->executable);
+	strv_free(m->domains);
+	for (size_t i = 0; i < m->n_sockets; i++) {
+		free(m->sockets[i].name);
+		free(m->sockets[i].path);
+	}
+	free(m->sockets);
 	for (size_t i = 0; i < m->n_backends; i++) {
 		free(m->backends[i].kind);
 		backend_descriptor_free(m->backends[i].descriptor);
@@ -124,10 +131,125 @@ static int parse_backend(json_t *v, const char *path, struct pack_backend_entry 
 	return backend_descriptor_to_json(b->descriptor, &b->descriptor_json);
 }
 
+/* A domain as the allowed-domains proxy takes it: a DNS name or "*.suffix", maybe ":port". */
+static bool domain_is_valid(const char *d)
+{
+	const char *colon = strchr(d, ':');
+	size_t n = colon ? (size_t)(colon - d) : strlen(d);
+
+	if (n == 0 || n > 253 || strlen(d) > PACK_DOMAIN_MAX)
+		return false;
+	if (d[0] == '*' && (n < 3 || d[1] != '.'))
+		return false;
+	for (size_t i = d[0] == '*' ? 2 : 0; i < n; i++) {
+		char c = d[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'))
+			return false;
+		if (c == '.' && (i == 0 || d[i - 1] == '.' || i + 1 == n))
+			return false;
+	}
+	if (colon) {
+		unsigned port;
+
+		if (safe_atou(colon + 1, &port) < 0 || port == 0 || port > 65535)
+			return false;
+	}
+	return true;
+}
+
+static int parse_domains(json_t *j, struct pack_manifest *m, struct field_error *err)
+{
+	int r = ipc_json_get_strv(j, "domains", false, PACK_DOMAINS_MAX, PACK_DOMAIN_MAX, "",
+				  &m->domains, err);
+
+	if (r < 0)
+		return r;
+	if (m->network != PACK_NETWORK_PROXY && m->domains)
+		return field_error_set(err, -EINVAL, "domains", NULL,
+				       "only with \"network\": \"proxy\"");
+	if (m->network == PACK_NETWORK_PROXY && (!m->domains || !m->domains[0]))
+		return field_error_set(err, -EINVAL, "domains", NULL,
+				       "\"network\": \"proxy\" needs the domains the pack's own "
+				       "API uses");
+	for (size_t i = 0; m->domains && m->domains[i]; i++)
+		if (!domain_is_valid(m->domains[i])) {
+			char q[32];
+
+			json_path_index(q, sizeof(q), "domains", i);
+			return field_error_set(err, -EINVAL, q, NULL,
+					       "expected a lower-case DNS name or \"*.suffix\", "
+					       "optionally with \":port\"");
+		}
+	return 0;
+}
+
+static int parse_sockets(json_t *j, struct pack_manifest *m, struct field_error *err)
+{
+	static const char *const keys[] = { "name", "path", NULL };
+	json_t *a = NULL, *v;
+	size_t i;
+	int r;
+
+	r = ipc_json_get_array(j, "hostSockets", false, PACK_SOCKETS_MAX, "", &a, err);
+	if (r <= 0)
+		return r;
+	m->sockets = calloc(json_array_size(a) ?: 1, sizeof(*m->sockets));
+	if (!m->sockets)
+		return -ENOMEM;
+	json_array_foreach(a, i, v) {
+		struct pack_socket *ps = &m->sockets[m->n_sockets];
+		const char *name = NULL, *path = NULL;
+		char q[32];
+
+		json_path_index(q, sizeof(q), "hostSockets", i);
+		if (!json_is_object(v))
+			return field_error_set(err, -EINVAL, q, NULL, "expected an object");
+		r = ipc_json_check_keys(v, keys, q, err);
+		if (r >= 0)
+			r = ipc_json_get_string(v, "name", true, q, &name, err);
+		if (r >= 0)
+			r = ipc_json_get_string(v, "path", true, q, &path, err);
+		if (r < 0)
+			return r;
+		if (strlen(name) > PACK_SOCKET_NAME_MAX ||
+		    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(name) || !*name)
+			return field_error_set(err, -EINVAL, q, "name",
+					       "expected 1-32 of [a-z0-9-]");
+		if (!path_is_absolute(path) || !path_is_normalized(path) || strlen(path) > 4096)
+			return field_error_set(err, -EINVAL, q, "path",
+					       "expected a normalized absolute path");
+		for (size_t k = 0; k < m->n_sockets; k++)
+			if (streq(m->sockets[k].name, name))
+				return field_error_set(err, -EINVAL, q, "name", "listed twice");
+		ps->name = strdup(name);
+		ps->path = strdup(path);
+		m->n_sockets++;
+		if (!ps->name || !ps->path)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+json_t *pack_manifest_asks_to_json(const struct pack_manifest *m)
+{
+	json_t *socks = json_array(), *doms = json_array();
+
+	for (size_t i = 0; socks && i < m->n_sockets; i++)
+		(void)json_array_append_new(socks,
+					    json_pack("{s:s,s:s}", "name", m->sockets[i].name,
+						      "path", m->sockets[i].path));
+	for (size_t i = 0; doms && m->domains && m->domains[i]; i++)
+		(void)json_array_append_new(doms, json_string(m->domains[i]));
+	return json_pack("{s:s,s:o*,s:o*}", "network", pack_network_to_string(m->network),
+			 "domains", doms, "hostSockets", socks);
+}
+
 int pack_manifest_from_json(json_t *j, struct pack_manifest **ret, struct field_error *err)
 {
-	static const char *const keys[] = { "id",      "version",  "description", "executable",
-					    "network", "backends", NULL };
+	static const char *const keys[] = { "id",	   "version",  "description",
+					    "executable",  "network",  "domains",
+					    "hostSockets", "backends", NULL };
 	_cleanup_(pack_manifest_freep) struct pack_manifest *m = NULL;
 	const char *s = NULL;
 	json_t *backends = NULL, *v;
@@ -192,9 +314,16 @@ int pack_manifest_from_json(json_t *j, struct pack_manifest **ret, struct field_
 				break;
 		if (k == ELEMENTSOF(network_names))
 			return field_error_set(err, -EINVAL, "network", NULL,
-					       "expected \"none\", \"loopback\" or \"host\"");
+					       "expected \"none\", \"loopback\", \"proxy\" or "
+					       "\"host\"");
 		m->network = (enum pack_network)k;
 	}
+	r = parse_domains(j, m, err);
+	if (r < 0)
+		return r;
+	r = parse_sockets(j, m, err);
+	if (r < 0)
+		return r;
 
 	r = ipc_json_get_array(j, "backends", true, PACK_BACKENDS_MAX, "", &backends, err);
 	if (r < 0)

@@ -10,9 +10,14 @@
  *                                        [A-Za-z0-9._+-], none "." or "..", none starting
  *                                        with "."; at most 255 bytes
  *    "network": "none",                  optional: the pack process's own network, "none"
- *                                        (default), "loopback" or "host"; the admin floor of
- *                                        the launcher still decides ("host" needs a floor that
- *                                        allows it)
+ *                                        (default), "loopback", "proxy" or "host"; the admin
+ *                                        floor of the launcher still decides
+ *    "domains": ["api.example.com"],     with "proxy" only, and required then: the domains its
+ *                                        own API needs ("name", "*.suffix", either with
+ *                                        ":port"), 1..64
+ *    "hostSockets": [{"name": "engine",  optional, 0..8: host sockets it asks for (a container
+ *                     "path": "/run/x.sock"}]   engine's); each given only if the admin
+ *                                        floor's packSockets lists its path
  *    "backends": [{"kind": "cloud", "descriptor": {…}}]}   1..16, kinds unique; each
  *                                        descriptor as backend-descriptor.h (a pack's: no
  *                                        isolation "none"), its "kind" equal to the entry's
@@ -39,6 +44,17 @@ enum pack_network {
 	PACK_NETWORK_NONE,
 	PACK_NETWORK_LOOPBACK,
 	PACK_NETWORK_HOST,
+	PACK_NETWORK_PROXY,
+};
+
+#define PACK_DOMAINS_MAX 64
+#define PACK_DOMAIN_MAX 260 /* a DNS name and ":port" */
+#define PACK_SOCKETS_MAX 8
+#define PACK_SOCKET_NAME_MAX 32
+
+struct pack_socket {
+	char *name; /* [a-z0-9-], 1..32: how the pack and `cordon pack install` call it */
+	char *path; /* absolute, normalized */
 };
 
 struct pack_backend_entry {
@@ -53,11 +69,17 @@ struct pack_manifest {
 	char *description;
 	char *executable;
 	enum pack_network network;
+	char **domains; /* network "proxy": what its own API needs; NULL otherwise */
+	struct pack_socket *sockets;
+	size_t n_sockets;
 	struct pack_backend_entry *backends;
 	size_t n_backends;
 };
 
 const char *pack_network_to_string(enum pack_network n);
+/* What a pack asks for (network, domains, host sockets), as `pack.list` shows and
+ * `cordon pack install` says before the pack is enabled: a new reference. */
+json_t *pack_manifest_asks_to_json(const struct pack_manifest *m);
 /* A relative path inside a pack, as "executable" must be. */
 bool pack_relative_path_is_valid(const char *p);
 

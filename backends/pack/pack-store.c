@@ -398,6 +398,9 @@ int pack_store_open(const char *state_dir, struct pack_store **ret, struct field
 
 /* ------------------------------------------------------------------------- operations */
 
+static bool asks_anything(const struct pack_manifest *m);
+static bool asks_same(const struct pack_manifest *a, const struct pack_manifest *b);
+
 int pack_store_install(struct pack_store *s, const char *src_dir, bool replace,
 		       struct pack_entry **ret_entry, bool *ret_replaced, struct field_error *err)
 {
@@ -465,7 +468,11 @@ int pack_store_install(struct pack_store *s, const char *src_dir, bool replace,
 		return -ENOMEM;
 	}
 	e->manifest = TAKE_PTR(m);
-	e->enabled = old ? old->enabled : true;
+	/* A pack that asks for more than a sandbox of its own (a network beyond loopback, a host
+	 * socket) is enabled only by a person who saw what it asks; a reinstall that asks for
+	 * the same keeps its state. */
+	e->enabled = old ? old->enabled && asks_same(old->manifest, e->manifest)
+			 : !asks_anything(e->manifest);
 	e->generation = ++s->generation;
 	if (old) {
 		for (struct pack_entry **p = &s->entries; *p; p = &(*p)->next)
@@ -533,6 +540,20 @@ int pack_store_remove(struct pack_store *s, const char *id)
 	return 0;
 }
 
+static bool asks_anything(const struct pack_manifest *m)
+{
+	return m->network == PACK_NETWORK_PROXY || m->network == PACK_NETWORK_HOST ||
+	       m->n_sockets > 0;
+}
+
+static bool asks_same(const struct pack_manifest *a, const struct pack_manifest *b)
+{
+	_cleanup_json_ json_t *ja = pack_manifest_asks_to_json(a),
+			      *jb = pack_manifest_asks_to_json(b);
+
+	return ja && jb && json_equal(ja, jb);
+}
+
 json_t *pack_entry_to_json(const struct pack_entry *e)
 {
 	const struct pack_manifest *m = e->manifest;
@@ -544,7 +565,8 @@ json_t *pack_entry_to_json(const struct pack_entry *e)
 		(void)snprintf(ref, sizeof(ref), "pack:%s:%s", m->id, m->backends[i].kind);
 		json_array_append_new(backends, json_string(ref));
 	}
-	return json_pack("{s:s,s:s,s:s,s:b,s:s,s:s,s:o*}", "id", m->id, "version", m->version,
+	return json_pack("{s:s,s:s,s:s,s:b,s:s,s:s,s:o*,s:o*}", "id", m->id, "version", m->version,
 			 "description", m->description, "enabled", e->enabled, "directory", e->dir,
-			 "network", pack_network_to_string(m->network), "backends", backends);
+			 "network", pack_network_to_string(m->network), "backends", backends,
+			 "asks", pack_manifest_asks_to_json(m));
 }

@@ -85,7 +85,21 @@ static const struct {
 	{ "executable", "\".hidden\"", "executable" },
 	{ "executable", "\"bin//x\"", "executable" },
 	{ "executable", "\"bin/x/\"", "executable" },
-	{ "network", "\"proxy\"", "network" },
+	{ "network", "\"proxy\"", "domains" },
+	{ "network", "\"wide\"", "network" },
+	{ "domains", "[\"api.example.com\"]", "domains" },
+	{ "hostSockets", "[{\"name\": \"engine\"}]", "hostSockets[0].path" },
+	{ "hostSockets", "[{\"name\": \"Engine\", \"path\": \"/run/e.sock\"}]",
+	  "hostSockets[0].name" },
+	{ "hostSockets", "[{\"name\": \"engine\", \"path\": \"run/e.sock\"}]",
+	  "hostSockets[0].path" },
+	{ "hostSockets", "[{\"name\": \"engine\", \"path\": \"/run/../e.sock\"}]",
+	  "hostSockets[0].path" },
+	{ "hostSockets", "[{\"name\": \"engine\", \"path\": \"/run/e.sock\", \"mode\": 1}]",
+	  "hostSockets[0].mode" },
+	{ "hostSockets",
+	  "[{\"name\": \"e\", \"path\": \"/a\"}, {\"name\": \"e\", \"path\": \"/b\"}]",
+	  "hostSockets[1].name" },
 	{ "network", "true", "network" },
 	{ "homepage", "\"https://example.org\"", "homepage" },
 	{ "backends", "[]", "backends" },
@@ -120,10 +134,33 @@ int main(void)
 	is_int(0, r, "the test pack's manifest parses (%s: %s)", fe.field, fe.reason);
 	if (m) {
 		is_str("org.cordon.test", m->id, "its id");
-		is_int(1, (long long)m->n_backends, "one backend");
+		ok(m->n_backends >= 1, "its backends");
 		ok(pack_manifest_backend(m, "test") && !pack_manifest_backend(m, "nope"),
 		   "found by kind");
 		is_int(PACK_NETWORK_NONE, m->network, "network none by default");
+	}
+	{
+		_cleanup_json_ json_t *j = json_deep_copy(base), *asks = NULL;
+		_cleanup_(pack_manifest_freep) struct pack_manifest *pm = NULL;
+		struct field_error e = { 0 };
+
+		json_object_set_new(j, "network", json_string("proxy"));
+		json_object_set_new(j, "domains",
+				    json_pack("[s,s]", "api.example.com", "*.box.example:8443"));
+		json_object_set_new(j, "hostSockets",
+				    json_pack("[{s:s,s:s}]", "name", "engine", "path",
+					      "/run/e.sock"));
+		r = pack_manifest_from_json(j, &pm, &e);
+		is_int(0, r, "proxy with its domains and a host socket parse (%s: %s)", e.field,
+		       e.reason);
+		asks = pm ? pack_manifest_asks_to_json(pm) : NULL;
+		ok(asks && streq_ptr(json_string_value(json_object_get(asks, "network")), "proxy") &&
+			   json_array_size(json_object_get(asks, "domains")) == 2 &&
+			   streq_ptr(json_string_value(json_object_get(
+					     json_array_get(json_object_get(asks, "hostSockets"), 0),
+					     "path")),
+				     "/run/e.sock"),
+		   "and what it asks is shown");
 	}
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		struct field_error e = { 0 };
