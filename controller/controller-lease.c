@@ -19,6 +19,7 @@
 #include "common/json-cleanup.h"
 #include "common/log.h"
 #include "backends/workspace-transfer.h"
+#include "common/system.h"
 #include "common/util.h"
 #include "controller/controller-sandbox.h"
 #include "controller/controller.h"
@@ -35,6 +36,7 @@ static void sandbox_free(struct sandbox *s)
 	json_decref(s->setup);
 	json_decref(s->doc);
 	json_decref(s->transfer_report);
+	event_source_free(s->release_timer);
 	policy_free(s->policy);
 	ws_snapshot_free(s->snapshot);
 	free(s->mount_point);
@@ -123,12 +125,34 @@ static void reconciled(struct controller *c, int r, struct ws_snapshot *snap, js
  * backend's tar of its tree comes back and the host workspace is reconciled with it), then the
  * sandbox is forgotten. Completes through lease_gone().
  */
+/* How long a release waits for the lease's killed processes to be reported gone before the
+ * backend's release runs anyway. */
+#define RELEASE_WAIT_USEC (10ULL * 1000 * 1000)
+#define RELEASE_POLL_USEC (20ULL * 1000)
+
+static void release_backend(struct sandbox *s);
+
+static int on_release_poll(struct event_source *src, void *userdata)
+{
+	struct sandbox *s = userdata;
+
+	if (controller_processes_group_live(s->ctl, s->id) && now_usec() < s->release_deadline) {
+		(void)event_timer_set(src, RELEASE_POLL_USEC, false);
+		return 0;
+	}
+	release_backend(s);
+	return 0;
+}
+
+/*
+ * Kill what is left and end the lease: once its processes are reported gone (a transfer backend
+ * must not pack a tree still being written), the backend's release (for a transfer lease: the
+ * backend's tar of its tree comes back and the host workspace is reconciled with it), then the
+ * sandbox is forgotten. Completes through lease_gone().
+ */
 static void sandbox_release(struct sandbox *s)
 {
 	struct controller *c = s->ctl;
-	struct release_wait *rw;
-	int pp[2] = { -1, -1 };
-	int r;
 
 	if (s->releasing)
 		return;
@@ -141,6 +165,23 @@ static void sandbox_release(struct sandbox *s)
 	s->releasing = true;
 	s->ready = false;
 	controller_processes_kill_group(c, s->id);
+	if (s->backend_acquired && s->bi->ops->release &&
+	    controller_processes_group_live(c, s->id)) {
+		s->release_deadline = now_usec() + RELEASE_WAIT_USEC;
+		if (event_add_timer(c->host.loop, RELEASE_POLL_USEC, false, on_release_poll, s,
+				    &s->release_timer) >= 0)
+			return;
+	}
+	release_backend(s);
+}
+
+static void release_backend(struct sandbox *s)
+{
+	struct controller *c = s->ctl;
+	struct release_wait *rw;
+	int pp[2] = { -1, -1 };
+	int r;
+
 	if (!s->backend_acquired || !s->bi->ops->release) {
 		lease_gone(s, 0, NULL);
 		return;

@@ -1079,7 +1079,7 @@ static int process_launch(struct process *p, json_t **ret_error)
 		.plan = p->plan,
 		.fds = p->plan_fds,
 		.n_fds = p->n_plan_fds,
-		.lease = p->group,
+		.lease = p->group ? controller_sandbox_lease(p->ctl, p->group) : NULL,
 		.workspace = &ws,
 	};
 	bi->origin_client = p->owner ? p->owner->id : 0;
@@ -1549,6 +1549,14 @@ void controller_processes_kill_group(struct controller *c, const char *group)
 	for (struct process *p = c->processes; p; p = p->next)
 		if (p->group && streq(p->group, group) && !p->exit)
 			(void)process_kill(p, SIGKILL);
+}
+
+bool controller_processes_group_live(struct controller *c, const char *group)
+{
+	for (struct process *p = c->processes; p; p = p->next)
+		if (p->group && streq(p->group, group) && !p->exit && !p->finished)
+			return true;
+	return false;
 }
 
 void controller_process_forget_callback(struct controller *c, const char *process_id)

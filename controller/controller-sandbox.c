@@ -44,3 +44,18 @@ const char *controller_sandbox_mount_point(struct controller *c, const char *id)
 
 	return s ? s->mount_point : NULL;
 }
+
+const char *controller_sandbox_lease(struct controller *c, const char *id)
+{
+	struct sandbox *s = sandbox_find(c, id);
+
+	/* Bounded: a parent is acquired before its children, so the chain ends. */
+	for (unsigned depth = 0; s && s->parent && depth < 64; depth++) {
+		struct sandbox *up = sandbox_find(c, s->parent);
+
+		if (!up)
+			break;
+		s = up;
+	}
+	return s ? s->id : id;
+}

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 struct backend_instance;
+struct event_source;
 struct controller;
 struct policy;
 struct ws_snapshot;
@@ -40,7 +41,9 @@ struct sandbox {
 	bool acquiring;	      /* the backend's acquire (or the workspace's sending) is under way */
 	bool release_pending; /* released meanwhile: the release follows the acquire */
 	bool releasing;	      /* the release is under way: the sandbox takes no processes */
-	uint64_t releaser;    /* struct client.id waiting for the release reply, or 0 */
+	struct event_source *release_timer; /* waiting for the killed processes' ends */
+	unsigned long long release_deadline;
+	uint64_t releaser; /* struct client.id waiting for the release reply, or 0 */
 	json_t *release_id;
 	json_t *transfer_report; /* the last reconcile's report */
 };

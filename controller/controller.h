@@ -127,6 +127,8 @@ int controller_process_start_internal(struct controller *c, struct client *owner
 				      void *ud, char **ret_id, json_t **ret_error);
 /* Kill every live process of an acquired sandbox. */
 void controller_processes_kill_group(struct controller *c, const char *group);
+/* Has the acquired sandbox a process whose end has not been reported yet? */
+bool controller_processes_group_live(struct controller *c, const char *group);
 /* Drop an internal process's callback (its requester went away). */
 void controller_process_forget_callback(struct controller *c, const char *process_id);
 
@@ -138,6 +140,9 @@ int method_sandbox_list(struct client *cl, json_t *id, json_t *params, int *fds,
  * sandbox; and where its lease presents the workspace (NULL: at the policy's place). */
 struct backend_instance *controller_sandbox_instance(struct controller *c, const char *sandbox_id);
 const char *controller_sandbox_mount_point(struct controller *c, const char *sandbox_id);
+/* The lease a sandbox's processes run in at the backend: a child sandbox shares its top-level
+ * ancestor's (only that one was acquired there). */
+const char *controller_sandbox_lease(struct controller *c, const char *sandbox_id);
 /* The effective policy document and parsed policy of an acquired sandbox, or NULL. */
 json_t *controller_sandbox_policy_doc(struct controller *c, const char *sandbox_id);
 const struct policy *controller_sandbox_policy(struct controller *c, const char *sandbox_id);

@@ -14,12 +14,20 @@
  * timeout; when the pack process dies (or breaks the protocol) its pending calls fail and the
  * instance is lost (the core's lost upcall).
  *
- * The processes a pack starts are its children, inside its sandbox: at least as confined as the
- * pack itself.
+ * A pack never runs a command inside its own sandbox (its memory holds its secrets, its state
+ * directory is its own). A pack that runs commands on this host answers spawn with "local": the
+ * compiled plan the core gave is then spawned here, through the instance's own OS launcher
+ * channel, as a sandbox of its own (its own pid namespace and Landlock domain), optionally with
+ * its workspace taken from a directory below the pack's state directory (a transfer backend's
+ * copy of the lease's tree). Those sandboxes' kills and exit reports go through the launcher, as
+ * for builtin:auto. A pack that runs commands elsewhere (a remote engine) answers with the
+ * sandbox it made and reports its end with an exited notification.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +64,14 @@ struct pack_call {
 	void *ud;
 };
 
+/* A sandbox the instance's launcher runs for a spawn the pack answered "local". */
+struct local_sandbox {
+	struct local_sandbox *next;
+	char name[32];
+};
+
+struct spawn_req;
+
 struct pack_inst {
 	struct backend_instance *bi;
 	struct pack_backend *pb;
@@ -78,6 +94,8 @@ struct pack_inst {
 	backend_done_cb configure_done;
 	void *configure_ud;
 	struct event_source *start_timer;
+	struct spawn_req *launching;  /* local spawns sent to the launcher, not answered yet */
+	struct local_sandbox *locals; /* local sandboxes running */
 };
 
 static struct pack_backend *pack_of(const struct backend_ops *ops)
@@ -86,6 +104,8 @@ static struct pack_backend *pack_of(const struct backend_ops *ops)
 }
 
 static void pack_gone(struct pack_inst *pi, const char *why);
+static void local_cancel_all(struct pack_inst *pi);
+static bool local_exited(struct pack_inst *pi, const struct ctl_launcher_exit *e);
 
 /* ------------------------------------------------------------------------- calls */
 
@@ -470,6 +490,8 @@ static void pack_gone(struct pack_inst *pi, const char *why)
 		log_warning("%s: %s", bi->name, why);
 	while (pi->calls)
 		call_finish(pi->calls, -ECONNRESET, NULL, NULL);
+	/* Before the loss is reported: the core forgets the processes still starting. */
+	local_cancel_all(pi);
 	if (pi->configure_done) {
 		configure_complete(pi, -ECONNRESET, why);
 		return;
@@ -483,6 +505,8 @@ static void on_launcher_exit(struct ctl_launcher *l, const struct ctl_launcher_e
 	struct pack_inst *pi = ud;
 	char why[160];
 
+	if (local_exited(pi, e))
+		return;
 	if (!pi->sandbox || !streq(pi->sandbox, e->sandbox))
 		return;
 	(void)snprintf(why, sizeof(why), "the pack process ended (%s, code %d, signal %d)",
@@ -804,18 +828,331 @@ static json_t *pack_hello(struct backend_instance *bi)
 	return pi ? pi->hello : NULL;
 }
 
+/* ------------------------------------------------------------------------- spawn */
+
+/* A spawn request while the pack decides, and while a local sandbox is being started. */
 struct spawn_req {
+	struct spawn_req *next; /* in pi->launching */
+	struct pack_inst *pi;
 	backend_spawn_cb cb;
 	void *ud;
+	json_t *plan;	      /* a copy of the compiled plan */
+	int fds[IPC_MAX_FDS]; /* copies of its fds */
+	size_t n_fds;
+	char *ws_mount; /* where the command sees its workspace; NULL: no workspace */
+	bool cancelled; /* the callback ran already: a sandbox started now is killed */
 };
+
+static void spawn_req_free(struct spawn_req *sr)
+{
+	if (!sr)
+		return;
+	json_decref(sr->plan);
+	close_many(sr->fds, sr->n_fds);
+	free(sr->ws_mount);
+	free(sr);
+}
+
+/* A launcher-style error object for the spawn callback. */
+static json_t *spawn_error(const char *code, int err, const char *step, const char *message)
+{
+	return json_pack("{s:s,s:i,s:s,s:s,s:s}", "code", code, "errno", err, "field", "", "step",
+			 step, "message", message);
+}
+
+static struct local_sandbox *local_find(struct pack_inst *pi, const char *sandbox, bool take)
+{
+	for (struct local_sandbox **pp = &pi->locals; *pp; pp = &(*pp)->next) {
+		struct local_sandbox *ls = *pp;
+
+		if (!streq(ls->name, sandbox))
+			continue;
+		if (take)
+			*pp = ls->next;
+		return ls;
+	}
+	return NULL;
+}
+
+/* A local sandbox's exit report: to the core, as builtin:auto reports one. */
+static bool local_exited(struct pack_inst *pi, const struct ctl_launcher_exit *e)
+{
+	struct local_sandbox *ls = local_find(pi, e->sandbox, true);
+	_cleanup_json_ json_t *j = NULL;
+
+	if (!ls)
+		return false;
+	free(ls);
+	j = json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox", e->sandbox, "pid",
+		      (int)e->pid, "exitCode", e->exit_code, "signal", e->signal, "reason",
+		      e->reason, "durationUsec", (json_int_t)e->duration_usec, "limits", "pids",
+		      e->limit_pids, "memory", e->limit_memory);
+	if (j)
+		pi->bi->host->exited(pi->bi->host, pi->bi, e->sandbox, j);
+	return true;
+}
+
+static void local_cancel_all(struct pack_inst *pi)
+{
+	for (struct spawn_req *sr = pi->launching; sr; sr = sr->next) {
+		_cleanup_json_ json_t *lerr = NULL;
+
+		if (sr->cancelled)
+			continue;
+		sr->cancelled = true;
+		lerr = spawn_error("launcher-lost", ECONNRESET, "pack",
+				   "the pack's instance ended while the command was starting");
+		sr->cb(pi->bi, NULL, -1, -1, 0, lerr, sr->ud);
+	}
+}
+
+static void local_spawned(struct ctl_launcher *l, const char *sandbox, int pidfd, pid_t pid,
+			  int proxy_fd, const struct ctl_launcher_error *err, void *userdata)
+{
+	struct spawn_req *sr = userdata;
+	struct pack_inst *pi = sr->pi;
+	_cleanup_json_ json_t *e = NULL;
+	struct local_sandbox *ls;
+
+	for (struct spawn_req **pp = &pi->launching; *pp; pp = &(*pp)->next)
+		if (*pp == sr) {
+			*pp = sr->next;
+			break;
+		}
+	if (sr->cancelled) {
+		/* Nobody takes it any more. */
+		if (sandbox)
+			(void)ctl_launcher_kill_async(l, sandbox, SIGKILL);
+		safe_close(pidfd);
+		safe_close(proxy_fd);
+		spawn_req_free(sr);
+		return;
+	}
+	if (err)
+		e = json_pack("{s:s,s:i,s:s,s:s,s:s}", "code", err->code, "errno", err->error,
+			      "field", err->field, "step", err->step, "message", err->message);
+	else {
+		/* Its exit report and kills go through this instance's launcher. */
+		ls = calloc(1, sizeof(*ls));
+		if (ls) {
+			(void)snprintf(ls->name, sizeof(ls->name), "%s", sandbox);
+			ls->next = pi->locals;
+			pi->locals = ls;
+		} else
+			log_error("%s: out of memory: the exit of sandbox %s will not be reported",
+				  pi->bi->name, sandbox);
+	}
+	sr->cb(pi->bi, sandbox, pidfd, proxy_fd, pid, e, sr->ud);
+	spawn_req_free(sr);
+}
+
+/* path relative to base ("" for base itself), or NULL when path is not base or below it. */
+static const char *path_below(const char *path, const char *base)
+{
+	size_t n = strlen(base);
+
+	if (streq(base, "/"))
+		return path[0] == '/' ? path + 1 : NULL;
+	if (strncmp(path, base, n) != 0 || (path[n] && path[n] != '/'))
+		return NULL;
+	return path[n] ? path + n + 1 : "";
+}
+
+/*
+ * The local answer's workspace: the plan's workspace bind takes its source from dir (a directory
+ * strictly below the pack's state directory, reached without a symlink), and what the plan binds
+ * from the host below the workspace (host-executed paths kept read-only, read and write grants
+ * under it) is dropped with its Landlock rules: the command sees the pack's copy of the tree, and
+ * nothing of the host's through it. Deny entries stay.
+ */
+static int local_workspace(struct spawn_req *sr, const char *dir, char *msg, size_t msg_size)
+{
+	struct pack_inst *pi = sr->pi;
+	_cleanup_free_ char *state_dir = NULL;
+	_cleanup_close_ int state_fd = -1, fd = -1;
+	json_t *mounts = json_object_get(sr->plan, "mounts");
+	json_t *rules = json_object_get(json_object_get(sr->plan, "landlock"), "fs");
+	const char *rel;
+	json_int_t source = -1;
+	int r;
+
+	if (pi->bi->claims.workspace != BACKEND_ATTACH_TRANSFER) {
+		(void)snprintf(msg, msg_size, "a local workspace is for a transfer backend only");
+		return -EPERM;
+	}
+	if (!sr->ws_mount) {
+		(void)snprintf(msg, msg_size, "a local workspace for a request without one");
+		return -EINVAL;
+	}
+	r = pack_store_state_dir(pi->pb->provider->store, pi->pb->pack_id, false, &state_dir);
+	if (r < 0) {
+		(void)snprintf(msg, msg_size, "the pack has no state directory");
+		return r;
+	}
+	rel = path_is_normalized(dir) ? path_below(dir, state_dir) : NULL;
+	if (!rel || !*rel) {
+		(void)snprintf(msg, msg_size,
+			       "the local workspace \"%.256s\" is not below the pack's state "
+			       "directory",
+			       dir);
+		return -EPERM;
+	}
+	state_fd = open(state_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (state_fd < 0)
+		return -errno;
+	fd = fd_openat2(state_fd, rel, O_PATH | O_DIRECTORY,
+			RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+				RESOLVE_NO_XDEV);
+	if (fd < 0) {
+		(void)snprintf(
+			msg, msg_size,
+			"the local workspace \"%.256s\" is not a directory reached without a "
+			"symlink: %s",
+			dir, strerror(-fd));
+		return fd;
+	}
+	for (size_t i = 0; i < json_array_size(mounts);) {
+		json_t *m = json_array_get(mounts, i);
+		const char *type = json_string_value(json_object_get(m, "type"));
+		const char *target = json_string_value(json_object_get(m, "target"));
+		const char *below = target ? path_below(target, sr->ws_mount) : NULL;
+
+		if (type && streq(type, "bind") && below && !*below) {
+			source = json_integer_value(json_object_get(m, "source"));
+			i++;
+		} else if (type && (streq(type, "bind") || streq(type, "symlink")) && below)
+			(void)json_array_remove(mounts, i);
+		else
+			i++;
+	}
+	if (source < 0 || (size_t)source >= sr->n_fds) {
+		(void)snprintf(msg, msg_size, "the plan has no workspace bind at \"%.256s\"",
+			       sr->ws_mount);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < json_array_size(rules);) {
+		const char *path =
+			json_string_value(json_object_get(json_array_get(rules, i), "path"));
+		const char *below = path ? path_below(path, sr->ws_mount) : NULL;
+
+		if (below && *below)
+			(void)json_array_remove(rules, i);
+		else
+			i++;
+	}
+	safe_close(sr->fds[source]);
+	sr->fds[source] = TAKE_FD(fd);
+	return 0;
+}
+
+/* An env entry a local answer may add: CORDON_PACK_<[A-Z0-9_]+>=value, a name no program gives
+ * a meaning to. */
+static bool local_env_ok(const char *e)
+{
+	const char *p;
+
+	if (!e || !startswith(e, "CORDON_PACK_") || strlen(e) > 4096)
+		return false;
+	for (p = e + strlen("CORDON_PACK_"); *p && *p != '='; p++)
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+			return false;
+	return *p == '=' && p > e + strlen("CORDON_PACK_");
+}
+
+static int local_env(struct spawn_req *sr, json_t *env, char *msg, size_t msg_size)
+{
+	json_t *envp = json_object_get(sr->plan, "envp");
+	size_t i;
+	json_t *v;
+
+	if (!env)
+		return 0;
+	if (!json_is_array(env) || json_array_size(env) > 32) {
+		(void)snprintf(msg, msg_size, "local.env is not an array of at most 32 strings");
+		return -EINVAL;
+	}
+	if (!envp) {
+		envp = json_array();
+		if (!envp || json_object_set_new(sr->plan, "envp", envp) < 0)
+			return -ENOMEM;
+	}
+	json_array_foreach(env, i, v) {
+		const char *e = json_string_value(v);
+		size_t n, k;
+		json_t *old;
+
+		if (!local_env_ok(e)) {
+			(void)snprintf(msg, msg_size,
+				       "local.env[%zu] is not CORDON_PACK_<NAME>=<value>", i);
+			return -EINVAL;
+		}
+		n = (size_t)(strchr(e, '=') - e) + 1;
+		json_array_foreach(envp, k, old)
+			if (json_string_value(old) && strncmp(json_string_value(old), e, n) == 0)
+				break;
+		if (k < json_array_size(envp) ? json_array_set(envp, k, v) < 0
+					      : json_array_append(envp, v) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The pack answered "local": start the plan on the instance's launcher. */
+static void local_start(struct spawn_req *sr, json_t *local)
+{
+	static const char *const keys[] = { "workspace", "env", NULL };
+	struct pack_inst *pi = sr->pi;
+	struct field_error fe = { 0 };
+	const char *dir = NULL;
+	_cleanup_json_ json_t *lerr = NULL;
+	char msg[600] = "";
+	int r;
+
+	if (!json_is_object(local))
+		r = -EINVAL, (void)snprintf(msg, sizeof(msg), "\"local\" is not an object");
+	else if (ipc_json_check_keys(local, keys, "local", &fe) < 0 ||
+		 ipc_json_get_string(local, "workspace", false, "local", &dir, &fe) < 0)
+		r = -EINVAL, (void)snprintf(msg, sizeof(msg), "%s: %s", fe.field, fe.reason);
+	else
+		r = local_env(sr, json_object_get(local, "env"), msg, sizeof(msg));
+	if (r >= 0 && dir)
+		r = local_workspace(sr, dir, msg, sizeof(msg));
+	if (r >= 0 && (!pi->l || pi->gone))
+		r = -ECONNRESET, (void)snprintf(msg, sizeof(msg), "the pack's instance ended");
+	if (r >= 0) {
+		sr->next = pi->launching;
+		pi->launching = sr;
+		r = ctl_launcher_spawn_async(pi->l, sr->plan, sr->fds, sr->n_fds, local_spawned,
+					     sr);
+		if (r >= 0) {
+			/* The launcher has its copies: EOF on the pipes comes when the sandbox
+			 * ends. */
+			close_many(sr->fds, sr->n_fds);
+			sr->n_fds = 0;
+			return;
+		}
+		pi->launching = sr->next;
+		(void)snprintf(msg, sizeof(msg), "cannot ask the launcher to start the command: %s",
+			       strerror(-r));
+	}
+	log_warning("%s: a local spawn failed: %s", pi->bi->name, msg);
+	lerr = spawn_error("setup-failed", -r, "pack", msg);
+	sr->cb(pi->bi, NULL, -1, -1, 0, lerr, sr->ud);
+	spawn_req_free(sr);
+}
 
 static void spawn_answered(struct pack_inst *pi, int r, json_t *result, json_t *error, void *ud)
 {
 	struct spawn_req *sr = ud;
 	const char *sandbox = json_string_value(json_object_get(result, "sandbox"));
+	json_t *local = json_object_get(result, "local");
 	_cleanup_json_ json_t *lerr = NULL;
 
-	if (r >= 0 && (!sandbox || strlen(sandbox) == 0 || strlen(sandbox) > 64)) {
+	if (r >= 0 && local && !sandbox) {
+		local_start(sr, local);
+		return;
+	}
+	if (r >= 0 && (local || !sandbox || strlen(sandbox) == 0 || strlen(sandbox) > 64)) {
 		r = -EBADMSG;
 		sandbox = NULL;
 	}
@@ -837,28 +1174,35 @@ static void spawn_answered(struct pack_inst *pi, int r, json_t *result, json_t *
 				json_string_value(json_object_get(data, "step")) ?: "pack",
 				"message", error_message(error, r));
 		else if (r == -EBADMSG)
-			lerr = json_pack("{s:s,s:i,s:s,s:s,s:s}", "code", "setup-failed", "errno",
-					 EBADMSG, "field", "", "step", "pack", "message",
-					 "the pack's spawn answer has no valid \"sandbox\"");
+			lerr = spawn_error("setup-failed", EBADMSG, "pack",
+					   "the pack's spawn answer has not exactly one of a valid "
+					   "\"sandbox\" and \"local\"");
 		sr->cb(pi->bi, NULL, -1, -1, 0, lerr, sr->ud);
 	} else
 		sr->cb(pi->bi, sandbox, -1, -1,
 		       (pid_t)json_integer_value(json_object_get(result, "pid")), NULL, sr->ud);
-	free(sr);
+	spawn_req_free(sr);
+}
+
+/* The spawn's workspace as the pack is told it, or JSON null. */
+static json_t *workspace_json(const struct backend_workspace *ws, bool with_host)
+{
+	if (!ws || !ws->host_path)
+		return json_null();
+	return json_pack("{s:s?,s:s,s:s,s:s?}", "hostPath", with_host ? ws->host_path : NULL,
+			 "mountPoint", ws->mount_point ? ws->mount_point : ws->host_path, "access",
+			 ws->read_only ? "read-only" : "read-write", "cwd", ws->cwd);
 }
 
 static int pack_spawn(struct backend_instance *bi, const struct backend_spawn *req,
 		      backend_spawn_cb cb, void *ud)
 {
-	json_t *plan = req->plan;
-	const int *fds = req->fds;
-	size_t n_fds = req->n_fds;
 	static const char *const plan_keys[] = { "argv",      "envp",	 "cwd",	   "network",
 						 "timeoutMs", "rlimits", "cgroup", NULL };
 	static const char *const stdio_names[] = { "stdin", "stdout", "stderr" };
 	struct pack_inst *pi = bi->data;
-	json_t *stdio = json_object_get(plan, "stdio");
-	_cleanup_json_ json_t *p = NULL, *io = NULL;
+	json_t *stdio = json_object_get(req->plan, "stdio");
+	_cleanup_json_ json_t *p = NULL, *io = NULL, *params = NULL;
 	struct spawn_req *sr;
 	int pass[3];
 	size_t n_pass = 0;
@@ -866,33 +1210,57 @@ static int pack_spawn(struct backend_instance *bi, const struct backend_spawn *r
 
 	if (!pi || pi->gone)
 		return -ENODEV;
-	/* What a pack needs to run the command: no mount sources, no seccomp program — the
-	 * pack's own sandbox confines what it starts. Only the stdio fds go over. */
+	if (req->n_fds > IPC_MAX_FDS)
+		return -E2BIG;
+	/* What the pack is told: never the plan's mount sources or seccomp program. Only the
+	 * stdio fds go over. */
 	p = json_object();
 	io = json_object();
 	if (!p || !io)
 		return -ENOMEM;
 	for (const char *const *k = plan_keys; *k; k++)
-		if (json_object_get(plan, *k))
-			(void)json_object_set(p, *k, json_object_get(plan, *k));
+		if (json_object_get(req->plan, *k))
+			(void)json_object_set(p, *k, json_object_get(req->plan, *k));
 	for (size_t i = 0; i < ELEMENTSOF(stdio_names); i++) {
 		json_t *v = json_object_get(stdio, stdio_names[i]);
 		json_int_t k = json_is_integer(v) ? json_integer_value(v) : -1;
 
-		if (k < 0 || (size_t)k >= n_fds)
+		if (k < 0 || (size_t)k >= req->n_fds)
 			continue;
-		pass[n_pass] = fds[k];
+		pass[n_pass] = req->fds[k];
 		(void)json_object_set_new(io, stdio_names[i], json_integer((json_int_t)n_pass));
 		n_pass++;
 	}
+	params = json_pack("{s:O,s:O,s:s?,s:o}", "plan", p, "stdio", io, "lease", req->lease,
+			   "workspace", workspace_json(req->workspace, true));
 	sr = calloc(1, sizeof(*sr));
-	if (!sr)
-		return -ENOMEM;
-	*sr = (struct spawn_req){ cb, ud };
-	r = pack_call(pi, "spawn", json_pack("{s:O,s:O}", "plan", p, "stdio", io), pass, n_pass,
-		      PACK_SPAWN_TIMEOUT_MS, spawn_answered, sr);
-	if (r < 0)
+	if (!params || !sr) {
 		free(sr);
+		return -ENOMEM;
+	}
+	*sr = (struct spawn_req){ .pi = pi, .cb = cb, .ud = ud };
+	/* Kept for a local answer: the whole plan and copies of its fds. */
+	sr->plan = json_deep_copy(req->plan);
+	if (req->workspace && req->workspace->host_path)
+		sr->ws_mount = strdup(req->workspace->mount_point ? req->workspace->mount_point
+								  : req->workspace->host_path);
+	if (!sr->plan || (req->workspace && req->workspace->host_path && !sr->ws_mount)) {
+		spawn_req_free(sr);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < req->n_fds; i++) {
+		int d = fd_dup_cloexec(req->fds[i], 3);
+
+		if (d < 0) {
+			spawn_req_free(sr);
+			return d;
+		}
+		sr->fds[sr->n_fds++] = d;
+	}
+	r = pack_call(pi, "spawn", TAKE_PTR(params), pass, n_pass, PACK_SPAWN_TIMEOUT_MS,
+		      spawn_answered, sr);
+	if (r < 0)
+		spawn_req_free(sr);
 	return r;
 }
 
@@ -906,10 +1274,131 @@ static int pack_kill(struct backend_instance *bi, const char *sandbox, int sig)
 {
 	struct pack_inst *pi = bi->data;
 
+	if (pi && pi->l && local_find(pi, sandbox, false))
+		/* Never waits for the launcher: the event loop serves every client. */
+		return ctl_launcher_kill_async(pi->l, sandbox, sig);
 	if (!pi || pi->gone)
 		return -ENODEV;
 	return pack_call(pi, "kill", json_pack("{s:s,s:i}", "sandbox", sandbox, "signal", sig),
 			 NULL, 0, PACK_KILL_TIMEOUT_MS, kill_answered, NULL);
+}
+
+/* ------------------------------------------------------------------------- leases */
+
+/* The pack knows no such call (an error "method not found"). */
+static bool method_unknown(int r, json_t *error)
+{
+	return r == -EIO &&
+	       json_integer_value(json_object_get(error, "code")) == JSONRPC_METHOD_NOT_FOUND;
+}
+
+struct lease_req {
+	backend_acquire_cb acquired;
+	backend_done_cb released;
+	void *ud;
+};
+
+static void acquire_answered(struct pack_inst *pi, int r, json_t *result, json_t *error, void *ud)
+{
+	struct lease_req *lr = ud;
+	const char *mp = json_string_value(json_object_get(result, "mountPoint"));
+	bool transfer = pi->bi->claims.workspace == BACKEND_ATTACH_TRANSFER;
+	const char *msg = NULL;
+
+	if (method_unknown(r, error) && !transfer)
+		r = 0; /* nothing to do per lease */
+	else if (method_unknown(r, error))
+		msg = "the pack does not implement acquire, which a transfer backend needs";
+	else if (r >= 0 && mp && (!path_is_normalized(mp) || mp[0] != '/'))
+		r = -EBADMSG, msg = "the pack's acquire answer has an invalid \"mountPoint\"";
+	else if (r < 0)
+		msg = error_message(error, r);
+	if (r < 0)
+		log_warning("%s: acquire failed: %s", pi->bi->name, msg);
+	lr->acquired(pi->bi, r, msg, r >= 0 ? mp : NULL, lr->ud);
+	free(lr);
+}
+
+static void pack_acquire(struct backend_instance *bi, const char *lease,
+			 const struct backend_workspace *ws, int archive_fd,
+			 backend_acquire_cb done, void *ud)
+{
+	struct pack_inst *pi = bi->data;
+	struct lease_req *lr = calloc(1, sizeof(*lr));
+	int r;
+
+	if (!lr) {
+		safe_close(archive_fd);
+		done(bi, -ENOMEM, "out of memory", NULL, ud);
+		return;
+	}
+	*lr = (struct lease_req){ .acquired = done, .ud = ud };
+	r = pi && !pi->gone ? pack_call(pi, "acquire",
+					json_pack("{s:s,s:o}", "lease", lease, "workspace",
+						  workspace_json(ws, false)),
+					&archive_fd, archive_fd >= 0 ? 1 : 0,
+					PACK_ACQUIRE_TIMEOUT_MS, acquire_answered, lr)
+			    : -ECONNRESET;
+	/* The pack has its copy (or none): the controller's writer sees EPIPE if it goes. */
+	safe_close(archive_fd);
+	if (r < 0) {
+		free(lr);
+		done(bi, r, r == -ECONNRESET ? "the pack process is gone" : strerror(-r), NULL, ud);
+	}
+}
+
+static void release_answered(struct pack_inst *pi, int r, json_t *result, json_t *error, void *ud)
+{
+	struct lease_req *lr = ud;
+	bool transfer = pi->bi->claims.workspace == BACKEND_ATTACH_TRANSFER;
+	const char *msg = NULL;
+
+	if (method_unknown(r, error) && !transfer)
+		r = 0;
+	else if (method_unknown(r, error))
+		msg = "the pack does not implement release, which a transfer backend needs";
+	else if (r < 0)
+		msg = error_message(error, r);
+	if (r < 0)
+		log_warning("%s: release failed: %s", pi->bi->name, msg);
+	lr->released(pi->bi, r, msg, lr->ud);
+	free(lr);
+}
+
+static void pack_release(struct backend_instance *bi, const char *lease, int archive_fd,
+			 backend_done_cb done, void *ud)
+{
+	struct pack_inst *pi = bi->data;
+	struct lease_req *lr;
+	int r;
+
+	if (!pi || pi->gone) {
+		safe_close(archive_fd);
+		/* A direct lease has nothing left at a pack that is gone; a transfer lease's tree
+		 * went with it. */
+		if (bi->claims.workspace == BACKEND_ATTACH_TRANSFER)
+			done(bi, -ECONNRESET, "the pack process is gone with the lease's workspace",
+			     ud);
+		else
+			done(bi, 0, NULL, ud);
+		return;
+	}
+	lr = calloc(1, sizeof(*lr));
+	if (!lr) {
+		safe_close(archive_fd);
+		done(bi, -ENOMEM, "out of memory", ud);
+		return;
+	}
+	*lr = (struct lease_req){ .released = done, .ud = ud };
+	r = pack_call(pi, "release", json_pack("{s:s}", "lease", lease), &archive_fd,
+		      archive_fd >= 0 ? 1 : 0, PACK_RELEASE_TIMEOUT_MS, release_answered, lr);
+	/* Ours closed at once: the controller's reader sees the end once the pack closes its
+	 * copy. */
+	safe_close(archive_fd);
+	if (r < 0) {
+		free(lr);
+		done(bi, r, strerror(-r), ud);
+	}
 }
 
 /* End the pack process: closing the launcher channel kills its sandbox (dieWithRequester). */
@@ -920,8 +1409,22 @@ static void pack_stop(struct pack_inst *pi)
 	event_source_free(pi->lsrc);
 	pi->lsrc = NULL;
 	backend_launcher_reap_later(pi->bi->host, pi->l);
+	/* Closing the channel ends the local sandboxes too (dieWithRequester); the spawns still
+	 * at the launcher were answered by pack_gone(). */
 	ctl_launcher_free(pi->l);
 	pi->l = NULL;
+	while (pi->launching) {
+		struct spawn_req *sr = pi->launching;
+
+		pi->launching = sr->next;
+		spawn_req_free(sr);
+	}
+	while (pi->locals) {
+		struct local_sandbox *ls = pi->locals;
+
+		pi->locals = ls->next;
+		free(ls);
+	}
 }
 
 struct dispose_req {
@@ -1046,6 +1549,8 @@ int pack_backend_new(struct pack_provider *pp, const struct pack_entry *e,
 		.probe = pack_probe,
 		.hello = pack_hello,
 		.spawn = pack_spawn,
+		.acquire = pack_acquire,
+		.release = pack_release,
 		.kill = pack_kill,
 		.dispose = pack_dispose,
 		.dispose_async = pack_dispose_async,

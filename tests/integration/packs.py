@@ -38,7 +38,7 @@ def call(c, method, params=None, timeout=60):
 
 
 def base(**kw):
-    # cwd "/": the command runs inside the pack's sandbox, where the caller's directory is not.
+    # cwd "/": a command runs wherever the request's policy puts the caller's directory.
     p = {"callerCwd": WORK, "cwd": "/", "env": ["PATH=/usr/bin:/bin"]}
     p.update(kw)
     return p
@@ -75,7 +75,8 @@ r = cli("pack", "install", SRC)
 t.ok(r.returncode == 120 and "installed already" in r.stderr, "a second install of the same id is refused", r)
 r = cli("--json", "pack", "list")
 packs = json.loads(r.stdout)["packs"] if r.returncode == 0 else []
-t.ok(len(packs) == 1 and packs[0]["id"] == PACK and packs[0]["enabled"] and packs[0]["backends"] == [REF],
+t.ok(len(packs) == 1 and packs[0]["id"] == PACK and packs[0]["enabled"]
+     and packs[0]["backends"] == [REF, "pack:%s:transfer" % PACK],
      "pack list --json shows it enabled, with its backend", r)
 r = cli("pack", "list")
 t.ok(r.returncode == 0 and PACK in r.stdout and REF in r.stdout, "pack list (text)", r)
@@ -143,10 +144,10 @@ r = call(c, "backend.activate", {"backend": REF})
 launcher = r.get("result", {}).get("launcher", "")
 t.ok(launcher.startswith(REF + "#"), "the pack's backend activates (%s)" % launcher, r)
 t.ok(json.loads(saved() or "{}").get("backend") == REF, "and is saved")
-gen, r = exec_env(c, "CORDON_TEST_GENERATION")
+gen, r = exec_env(c, "CORDON_PACK_GENERATION")
 t.ok(gen == launcher and r["result"]["launcher"] == launcher,
-     "a spawn through it runs, served by that instance (CORDON_TEST_GENERATION=%s)" % gen, r)
-r = cli("run", "--", "/bin/sh", "-c", 'echo "gen=$CORDON_TEST_GENERATION"', cwd="/tmp")
+     "a spawn through it runs, served by that instance (CORDON_PACK_GENERATION=%s)" % gen, r)
+r = cli("run", "--", "/bin/sh", "-c", 'echo "gen=$CORDON_PACK_GENERATION"', cwd="/tmp")
 t.ok(r.returncode == 0 and r.stdout.strip() == "gen=" + launcher, "cordon run through the pack, on its stdio", r)
 r = call(c, "process.exec", base(argv=["/bin/sh", "-c", "exit 7"]))
 t.ok(r.get("result", {}).get("exitCode") == 7, "the exit status comes back through exited", r)
@@ -158,14 +159,15 @@ t.ok(r.get("result", {}).get("reason") == "killed", "kill goes through the pack"
 r = call(c, "process.exec", base(argv=["/nonexistent/cmd"]))
 t.ok(r.get("error", {}).get("data", {}).get("exitStatus") == 127, "a command not found is 127", r)
 
-# Confinement: the pack's children are inside the pack's sandbox.
-script = ('touch "$1/ok" && echo state-ok; touch "$2/x" 2>/dev/null || echo pack-ro; '
-          'ls "$3" >/dev/null 2>&1 || echo work-hidden; touch /etc/x 2>/dev/null || echo etc-ro')
+# Confinement: the pack's commands run in sandboxes of their own, never in the pack's (its
+# secrets: pack-secrets.sh), under the request's policy.
+script = ('touch "$1/ok" 2>/dev/null || echo state-unseen; ls "$2" >/dev/null 2>&1 || echo pack-unseen; '
+          'ls "$3" >/dev/null 2>&1 && echo work-seen; touch /etc/x 2>/dev/null || echo etc-ro')
 r = call(c, "process.exec", base(argv=["/bin/sh", "-c", script, "-", PACK_STATE, INSTALLED, WORK]))
 out = r.get("result", {}).get("stdout", "").split()
-t.ok(out == ["state-ok", "pack-ro", "work-hidden", "etc-ro"],
-     "the pack's sandbox: its state dir writable, its own directory read-only, the rest unseen", r)
-t.ok(os.path.exists(os.path.join(PACK_STATE, "ok")) and not os.path.exists(os.path.join(INSTALLED, "x")),
+t.ok(out == ["state-unseen", "pack-unseen", "work-seen", "etc-ro"],
+     "a pack's command: the pack's state and files unseen, the workspace seen, the system read-only", r)
+t.ok(not os.path.exists(os.path.join(PACK_STATE, "ok")) and not os.path.exists(os.path.join(INSTALLED, "x")),
      "…as seen from the host")
 r = call(c, "process.exec", base(argv=["/bin/sh", "-c", "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"]))
 t.ok(r.get("result", {}).get("stdout", "").split() == ["lo"], "the pack has no network but loopback", r)
@@ -179,7 +181,7 @@ for fail in ("configure", "prepare", "probe"):
          "failAt=%s fails the activation at %s" % (fail, fail), r)
     t.ok(active(c) == before_rt and saved() == before_disk,
          "…leaving the runtime selection and active.json unchanged")
-gen, r = exec_env(c, "CORDON_TEST_GENERATION")
+gen, r = exec_env(c, "CORDON_PACK_GENERATION")
 t.ok(gen == launcher, "the previous instance still serves", r)
 
 # Spawns never wait on a slow activation.
@@ -248,7 +250,7 @@ r = call(c, "secret.set", {"backend": REF, "field": "token", "value": SECRET})
 t.ok("result" in r, "secret.set for the pack's token", r)
 r = call(c, "backend.activate", {"backend": REF, "settings": {"failAt": "none"}})
 t.ok("result" in r, "activation with the secret configured", r)
-tok, r = exec_env(c, "CORDON_TEST_TOKEN")
+tok, r = exec_env(c, "CORDON_PACK_TOKEN")
 t.ok(tok == "configured", "the pack's process got the resolved token", r)
 
 
@@ -275,7 +277,7 @@ def activate_answering(answer, kind="confirm"):
 r, asked = activate_answering({"value": True})
 t.ok(asked and asked.get("kind") == "confirm" and "result" in (r or {}),
      "a pack's confirm reaches the activating client; its answer lets prepare go on", [r, asked])
-ans, _ = exec_env(c, "CORDON_TEST_INTERACTION")
+ans, _ = exec_env(c, "CORDON_PACK_INTERACTION")
 t.ok(ans == '{"value":true}', "the pack got the answer (%s)" % ans)
 before_rt, before_disk = active(c), saved()
 r, asked = activate_answering({"unavailable": True})
@@ -287,11 +289,11 @@ r, asked = activate_answering({"value": SECRET2}, "secret-input")
 outputs.append(json.dumps([r, asked]))
 t.ok(asked and asked.get("field") == "token" and asked.get("backend") == REF and "result" in (r or {}),
      "a secret-input names this backend's field; the answer goes on", [asked, r])
-ans, _ = exec_env(c, "CORDON_TEST_INTERACTION")
+ans, _ = exec_env(c, "CORDON_PACK_INTERACTION")
 t.ok(ans and SECRET2 not in ans and json.loads(ans).get("changed") is True,
      "the pack learns only that the secret changed (%s)" % ans)
 r, asked = activate_answering({"value": "blue"}, "choice")
-ans, _ = exec_env(c, "CORDON_TEST_INTERACTION")
+ans, _ = exec_env(c, "CORDON_PACK_INTERACTION")
 t.ok(asked and [o.get("value") for o in asked.get("options", [])] == ["red", "blue"] and ans == '{"value":"blue"}',
      "a choice is asked with its options and answered", [asked, ans, r])
 r, asked = activate_answering({"value": "green"}, "choice")
@@ -331,15 +333,15 @@ got = r.get("result", {})
 t.ok("prepareDelayMs" in json.dumps(got) and "7" in json.dumps(got), "the reinstalled pack has its settings back", r)
 r = call(c, "backend.activate", {"backend": REF})
 t.ok("result" in r, "and activates with them", r)
-tok, r = exec_env(c, "CORDON_TEST_TOKEN")
+tok, r = exec_env(c, "CORDON_PACK_TOKEN")
 t.ok(tok == "configured", "and its secret", r)
 r = cli("pack", "install", "--replace", SRC)
 t.ok(r.returncode == 0 and "reinstalled" in r.stdout, "install --replace upgrades in place", r)
-gen, r = exec_env(c, "CORDON_TEST_GENERATION")
+gen, r = exec_env(c, "CORDON_PACK_GENERATION")
 t.ok(gen == r.get("result", {}).get("launcher"), "the running instance keeps serving across a reinstall", r)
 
 # 200 spawns while activations flip between two backends (builtin:auto and the pack's): none
-# fails, each reports the instance that made it (the pack's children carry its name), and once
+# fails, each reports the instance that made it (the pack's commands carry its name), and once
 # the flipping stops no pack process or launcher of a replaced instance is left.
 def pack_processes():
     """This test's pack processes (their path is under its state directory; other tests may run)."""
@@ -364,7 +366,7 @@ def spawner():
     n = 0
     while n < 200 or (flipped[0] < 4 and n < 5000):
         n += 1
-        r = k.call("process.exec", base(argv=["/bin/sh", "-c", 'printf %s "$CORDON_TEST_GENERATION"']),
+        r = k.call("process.exec", base(argv=["/bin/sh", "-c", 'printf %s "$CORDON_PACK_GENERATION"']),
                    timeout=60)
         res = (r or {}).get("result")
         if not res or res.get("exitCode") != 0:
@@ -412,7 +414,7 @@ cli("ps")
 c = Conn(SOCK)
 ref_now, inst = active(c)
 t.ok(ref_now == REF, "a restarted controller restores the saved pack backend (%s)" % inst)
-tok, r = exec_env(c, "CORDON_TEST_TOKEN")
+tok, r = exec_env(c, "CORDON_PACK_TOKEN")
 t.ok(tok == "configured" and r["result"]["launcher"] == inst, "…which serves, with its secret", r)
 
 # The pack process dies: its instance is lost, builtin:auto takes over.

@@ -1,56 +1,59 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The test suite's pack executable (tests/packs/test-pack/pack.json): the launcher contract of
- * docs/PROTOCOL.md ("Pack protocol") over stdin/stdout, one JSON-RPC 2.0 object per line, with
- * the behaviour its settings ask for:
+ * The test suite's pack executable (tests/packs/test-pack/pack.json): the pack protocol of
+ * docs/PROTOCOL.md §6 over stdin/stdout, one JSON-RPC 2.0 object per line, with the behaviour its
+ * settings ask for:
  *   failAt          none|configure|prepare|probe|dispose: that call fails
  *   prepareDelayMs  prepare takes this long
  *   interaction     none|confirm|input|secret-input|choice: prepare asks the person first and
  *                   fails when the answer does not come
  *   token           a secret: only whether it was configured is ever shown
- * spawn runs plan.argv with the passed stdio fds as a child of this (confined) process, with
- * CORDON_TEST_GENERATION=<the instance name configure gave>, CORDON_TEST_TOKEN=configured|absent
- * and CORDON_TEST_INTERACTION=<the answer, for non-secret kinds> in its environment, and reports
- * its end with an exited notification. It logs to stderr, never a secret.
+ *   spawnAnswer     local (the normal answer), or a wrong one the controller must refuse
+ *                   (misbehave())
+ * It runs no command itself: every spawn is answered "local" (the controller runs the plan as a
+ * sandbox of its own, never inside this process's), with CORDON_PACK_GENERATION=<the instance
+ * name configure gave>, CORDON_PACK_TOKEN=configured|absent and CORDON_PACK_INTERACTION=<the
+ * answer, for non-secret kinds> added to the command's environment.
+ *
+ * Two backend kinds (the instance name says which):
+ *   test      workspace "direct": the command sees the host's workspace; acquire and release
+ *             are unknown calls (method-not-found: nothing to do per lease)
+ *   transfer  workspace "transfer": acquire extracts the workspace tar it is given into
+ *             <state>/leases/<lease>/, spawns run there (a lease is required), release writes a
+ *             tar of that tree back and removes it
+ * Its state directory is its working directory. It logs to stderr, never a secret.
  * Not installed; built by make check.
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/workspace-transfer.h"
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
 #include "ipc/ipc-jsonrpc.h"
 
-struct child {
-	struct child *next;
-	pid_t pid;
-	char sandbox[32];
-	unsigned long long start_usec;
-	bool killed;
-};
-
 static struct jsonrpc_conn *conn;
 static char instance[256] = "unconfigured";
 static char fail_at[32] = "none";
 static char interaction[32] = "none";
+static char spawn_answer[32] = "local";
 static char interaction_answer[512] = "";
+static char state_dir[4096];
 static long long prepare_delay_ms;
 static bool token_configured;
-static struct child *children;
-static unsigned long long next_child;
+static char *token_value;
+static bool transfer;
 static json_int_t next_request = 1000;
 
 static void send_msg(json_t *m)
@@ -83,14 +86,25 @@ static void do_configure(json_t *id, json_t *params)
 	json_t *settings = json_object_get(params, "settings");
 	json_t *secrets = json_object_get(params, "secrets");
 	json_t *token = json_object_get(secrets, "token");
+	const char *kind;
 
 	copy_setting(params, "instance", instance, sizeof(instance));
 	copy_setting(settings, "failAt", fail_at, sizeof(fail_at));
 	copy_setting(settings, "interaction", interaction, sizeof(interaction));
+	copy_setting(settings, "spawnAnswer", spawn_answer, sizeof(spawn_answer));
 	prepare_delay_ms =
 		(long long)json_number_value(json_object_get(settings, "prepareDelayMs"));
+	/* pack:<id>:<kind>#<n> */
+	kind = strrchr(instance, ':');
+	transfer = kind && startswith(kind, ":transfer#");
 	token_configured = json_is_string(token) && json_string_length(token) > 0;
-	/* Wipe the value from our copy of the message: we only ever say whether we had one. */
+	/* Kept in memory, as a pack keeps the credentials it works with (pack-secrets.sh checks
+	 * that no command can read it); the message's copy is wiped. We only ever say whether we
+	 * have one. */
+	if (token_configured) {
+		free(token_value);
+		token_value = strdup(json_string_value(token));
+	}
 	if (json_is_string(token))
 		explicit_bzero((char *)json_string_value(token), json_string_length(token));
 	fprintf(stderr, "cordon-test-pack: configured %s (failAt=%s, token %s)\n", instance,
@@ -101,7 +115,7 @@ static void do_configure(json_t *id, json_t *params)
 		reply(id, json_object());
 }
 
-static void handle(json_t *msg);
+static void handle(json_t *msg, int *fds, size_t n_fds);
 
 /* Ask the controller a host interaction and wait for its answer (other messages are handled
  * meanwhile). Returns the result (owned) or NULL with *why set. */
@@ -122,15 +136,17 @@ static json_t *ask(const char *kind, char *why, size_t why_size)
 		struct field_error fe = { 0 };
 		int r = jsonrpc_conn_recv(conn, &m, fds, &n_fds, -1, &fe);
 
-		close_many(fds, n_fds);
 		if (r <= 0) {
+			close_many(fds, n_fds);
 			(void)snprintf(why, why_size, "the controller went away");
 			return NULL;
 		}
 		if (json_object_get(m, "method")) {
-			handle(m);
+			handle(m, fds, n_fds);
+			close_many(fds, n_fds);
 			continue;
 		}
+		close_many(fds, n_fds);
 		if (json_integer_value(json_object_get(m, "id")) != rid)
 			continue;
 		if (json_object_get(m, "error")) {
@@ -181,177 +197,233 @@ static void do_probe(json_t *id)
 		reply(id, json_pack("{s:b}", "available", true));
 }
 
-static int stdio_fd(json_t *stdio, const char *name, const int *fds, size_t n_fds)
+/* A lease id as a directory name: [A-Za-z0-9_-], 1-64 bytes. */
+static bool lease_ok(const char *lease)
 {
-	json_t *v = json_object_get(stdio, name);
-	json_int_t k = json_is_integer(v) ? json_integer_value(v) : -1;
+	size_t n = lease ? strlen(lease) : 0;
 
-	return k >= 0 && (size_t)k < n_fds ? fds[k] : -1;
+	if (n == 0 || n > 64)
+		return false;
+	for (const char *p = lease; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+			return false;
+	return true;
 }
 
-static void do_spawn(json_t *id, json_t *params, const int *fds, size_t n_fds)
+/* Remove name in parent and what is below it, never following a symlink. */
+static int remove_tree_at(int parent, const char *name)
 {
-	json_t *plan = json_object_get(params, "plan"), *stdio = json_object_get(params, "stdio");
-	_cleanup_strv_free_ char **argv = NULL, **envp = NULL;
-	struct field_error fe = { 0 };
-	const char *cwd = NULL;
-	int io[3], status[2], err = 0;
-	struct child *ch;
-	ssize_t k;
-	pid_t pid;
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
 
-	if (ipc_json_get_strv(plan, "argv", true, 4096, 128 * 1024, "plan", &argv, &fe) < 0 ||
-	    ipc_json_get_strv(plan, "envp", false, 4096, 128 * 1024, "plan", &envp, &fe) < 0 ||
-	    ipc_json_get_string(plan, "cwd", false, "plan", &cwd, &fe) < 0 || !argv[0]) {
-		reply_error(id, "bad spawn request",
-			    json_pack("{s:s,s:s}", "code", "setup-failed", "step", "plan"));
-		return;
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno != ENOTDIR && errno != ELOOP)
+			return -errno;
+		return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
 	}
-	{
-		size_t n = strv_length(envp);
-		char **e = realloc(envp, (n + 4) * sizeof(char *));
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		if (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) {
+			int k = remove_tree_at(dirfd(d), de->d_name);
 
-		if (!e)
+			r = r < 0 ? r : k;
+		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT)
+			r = r < 0 ? r : -errno;
+	}
+	closedir(d);
+	if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		r = r < 0 ? r : -errno;
+	return r;
+}
+
+/*
+ * spawnAnswer other than "local": an answer the controller must refuse (pack-transfer.sh).
+ *   workspace-outside       a workspace outside the state directory (/etc)
+ *   workspace-symlink       one reached through a symlink in the state directory (to /)
+ *   workspace-unnormalized  <state>/leases/<lease>/../../..
+ *   workspace-state         the state directory itself
+ *   workspace-direct        a directory below the state directory, on a direct backend
+ *   bad-env                 an environment variable outside CORDON_PACK_* (LD_PRELOAD)
+ *   both                    "local" and "sandbox" at once
+ */
+static int misbehave(json_t *local, const char *lease)
+{
+	_cleanup_free_ char *w = NULL;
+
+	if (streq(spawn_answer, "workspace-outside"))
+		w = strdup("/etc");
+	else if (streq(spawn_answer, "workspace-symlink")) {
+		(void)unlink("evil");
+		if (symlink("/", "evil") < 0)
+			return -errno;
+		w = strdup_printf("%s/evil", state_dir);
+	} else if (streq(spawn_answer, "workspace-unnormalized"))
+		w = strdup_printf("%s/leases/%s/../../..", state_dir, lease ?: "x");
+	else if (streq(spawn_answer, "workspace-state"))
+		w = strdup(state_dir);
+	else if (streq(spawn_answer, "workspace-direct")) {
+		if (mkdir("direct", 0700) < 0 && errno != EEXIST)
+			return -errno;
+		w = strdup_printf("%s/direct", state_dir);
+	} else if (streq(spawn_answer, "bad-env"))
+		return json_array_append_new(json_object_get(local, "env"),
+					     json_string("LD_PRELOAD=/tmp/evil.so"));
+	else
+		return 0;
+	if (!w)
+		return -ENOMEM;
+	return json_object_set_new(local, "workspace", json_string(w));
+}
+
+static void do_spawn(json_t *id, json_t *params)
+{
+	const char *lease = json_string_value(json_object_get(params, "lease"));
+	json_t *env = json_pack("[s+,s+,s+]", "CORDON_PACK_GENERATION=", instance,
+				"CORDON_PACK_TOKEN=", token_configured ? "configured" : "absent",
+				"CORDON_PACK_INTERACTION=", interaction_answer);
+	json_t *local = json_pack("{s:o}", "env", env);
+	_cleanup_free_ char *dir = NULL;
+	struct stat st;
+
+	if (transfer) {
+		if (!lease) {
+			json_decref(local);
+			reply_error(id,
+				    "transfer backends run commands in leases: acquire a sandbox "
+				    "first",
+				    json_pack("{s:s,s:s}", "code", "setup-failed", "step",
+					      "lease"));
 			return;
-		envp = e;
-		envp[n++] = strdup_printf("CORDON_TEST_GENERATION=%s", instance);
-		envp[n++] = strdup_printf("CORDON_TEST_TOKEN=%s",
-					  token_configured ? "configured" : "absent");
-		envp[n++] = strdup_printf("CORDON_TEST_INTERACTION=%s", interaction_answer);
-		envp[n] = NULL;
+		}
+		dir = strdup_printf("%s/leases/%s", state_dir, lease);
+		if (!lease_ok(lease) || !dir || lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			json_decref(local);
+			reply_error(id, "no such lease",
+				    json_pack("{s:s,s:s}", "code", "setup-failed", "step",
+					      "lease"));
+			return;
+		}
+		json_object_set_new(local, "workspace", json_string(dir));
 	}
-	io[0] = stdio_fd(stdio, "stdin", fds, n_fds);
-	io[1] = stdio_fd(stdio, "stdout", fds, n_fds);
-	io[2] = stdio_fd(stdio, "stderr", fds, n_fds);
-	if (pipe2(status, O_CLOEXEC) < 0)
-		return;
-	pid = fork();
-	if (pid < 0) {
-		reply_error(id, "fork failed",
-			    json_pack("{s:s,s:s,s:i}", "code", "setup-failed", "step", "fork",
-				      "errno", errno));
-		close(status[0]);
-		close(status[1]);
+	if (!streq(spawn_answer, "local") && misbehave(local, lease) < 0) {
+		json_decref(local);
+		reply_error(id, "cannot misbehave", NULL);
 		return;
 	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		const char *step = "fds";
-
-		close(status[0]);
-		/* Move every source above 2 first, so no dup2() overwrites a later one. */
-		for (int i = 0; i < 3; i++)
-			io[i] = fcntl(io[i] >= 0 ? io[i] : null, F_DUPFD_CLOEXEC, 3);
-		for (int i = 0; i < 3; i++)
-			if (io[i] < 0 || dup2(io[i], i) < 0)
-				goto fail;
-		(void)setsid();
-		step = "cwd";
-		if (cwd && chdir(cwd) < 0)
-			goto fail;
-		step = "exec";
-		execvpe(argv[0], argv, envp);
-fail:
-		err = errno;
-		(void)!write(status[1], &err, sizeof(err));
-		(void)!write(status[1], step, strlen(step));
-		_exit(127);
-	}
-	close(status[1]);
-	k = read(status[0], &err, sizeof(err));
-	if (k == (ssize_t)sizeof(err)) {
-		char step[16] = "";
-
-		(void)!read(status[0], step, sizeof(step) - 1);
-		close(status[0]);
-		(void)waitpid(pid, NULL, 0);
-		reply_error(id,
-			    streq(step, "exec") ? "cannot execute the command"
-						: "cannot set up the command",
-			    json_pack("{s:s,s:s,s:i}", "code",
-				      streq(step, "exec") ? "exec-failed" : "setup-failed", "step",
-				      step, "errno", err));
-		return;
-	}
-	close(status[0]);
-	ch = calloc(1, sizeof(*ch));
-	if (!ch)
-		return;
-	ch->pid = pid;
-	ch->start_usec = now_usec();
-	(void)snprintf(ch->sandbox, sizeof(ch->sandbox), "t%llu", ++next_child);
-	ch->next = children;
-	children = ch;
-	reply(id, json_pack("{s:s,s:i}", "sandbox", ch->sandbox, "pid", (int)pid));
+	if (streq(spawn_answer, "both"))
+		reply(id, json_pack("{s:o,s:s}", "local", local, "sandbox", "t1"));
+	else
+		reply(id, json_pack("{s:o}", "local", local));
 }
 
-static struct child *find_child(const char *sandbox)
+static void do_acquire(json_t *id, json_t *params, const int *fds, size_t n_fds)
 {
-	for (struct child *ch = children; ch; ch = ch->next)
-		if (streq_ptr(sandbox, ch->sandbox))
-			return ch;
-	return NULL;
-}
+	const char *lease = json_string_value(json_object_get(params, "lease"));
+	const struct ws_limits limits = WS_LIMITS_DEFAULT;
+	_cleanup_close_ int leases = -1, dfd = -1;
+	struct ws_report rep;
+	int r;
 
-static void do_kill(json_t *id, json_t *params)
-{
-	struct child *ch = find_child(json_string_value(json_object_get(params, "sandbox")));
-	int sig = (int)json_integer_value(json_object_get(params, "signal"));
-
-	if (!ch) {
-		send_msg(jsonrpc_error_new(id, -32003, "no such sandbox", NULL));
+	if (!transfer) {
+		send_msg(jsonrpc_error_new(id, JSONRPC_METHOD_NOT_FOUND, "no such method", NULL));
 		return;
 	}
-	if (sig == SIGKILL)
-		ch->killed = true;
-	if (kill(-ch->pid, sig) < 0)
-		(void)kill(ch->pid, sig);
-	reply(id, json_object());
+	if (!lease_ok(lease) || n_fds != 1) {
+		reply_error(id, "acquire needs a lease id and the workspace archive", NULL);
+		return;
+	}
+	if (mkdir("leases", 0700) < 0 && errno != EEXIST) {
+		reply_error(id, "cannot make the leases directory", NULL);
+		return;
+	}
+	leases = open("leases", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* A lease of the same id left by an earlier controller: gone. */
+	if (leases < 0 || remove_tree_at(leases, lease) < 0 || mkdirat(leases, lease, 0700) < 0) {
+		reply_error(id, "cannot make the lease's directory", NULL);
+		return;
+	}
+	dfd = openat(leases, lease, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || ws_report_init(&rep) < 0) {
+		reply_error(id, "cannot open the lease's directory", NULL);
+		return;
+	}
+	/* Into an empty directory, against no snapshot: every entry an addition. */
+	r = ws_archive_apply(dfd, fds[0], NULL, &limits, NULL, &rep);
+	fprintf(stderr, "cordon-test-pack: lease %s: %llu entries extracted (%s)\n", lease,
+		(unsigned long long)rep.counts[WS_ADDED], r < 0 ? strerror(-r) : "ok");
+	if (r < 0) {
+		(void)remove_tree_at(leases, lease);
+		reply_error(id, "cannot extract the workspace",
+			    json_pack("{s:s,s:s}", "error", *rep.error ? rep.error : strerror(-r),
+				      "step", "acquire"));
+	} else
+		reply(id, json_object());
+	ws_report_done(&rep);
+}
+
+static void do_release(json_t *id, json_t *params, int *fds, size_t n_fds)
+{
+	const char *lease = json_string_value(json_object_get(params, "lease"));
+	const struct ws_limits limits = WS_LIMITS_DEFAULT;
+	_cleanup_close_ int leases = -1, dfd = -1;
+	_cleanup_ws_snapshot_ struct ws_snapshot *snap = NULL;
+	struct ws_report rep;
+	int r;
+
+	if (!transfer) {
+		send_msg(jsonrpc_error_new(id, JSONRPC_METHOD_NOT_FOUND, "no such method", NULL));
+		return;
+	}
+	if (!lease_ok(lease) || n_fds != 1) {
+		reply_error(id, "release needs a lease id and the archive's pipe", NULL);
+		return;
+	}
+	leases = open("leases", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dfd = leases < 0 ? -1
+			 : openat(leases, lease, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || ws_report_init(&rep) < 0) {
+		reply_error(id, "no such lease", NULL);
+		return;
+	}
+	r = ws_archive_write(dfd, fds[0], &limits, &snap, &rep);
+	/* Our copy of the pipe goes now: the controller's reader sees the archive's end. */
+	fds[0] = safe_close(fds[0]);
+	(void)remove_tree_at(leases, lease);
+	if (r < 0)
+		reply_error(id, "cannot write the workspace back",
+			    json_pack("{s:s}", "error", *rep.error ? rep.error : strerror(-r)));
+	else
+		reply(id, json_object());
+	ws_report_done(&rep);
+}
+
+static void do_kill(json_t *id)
+{
+	/* Every command of ours is a local sandbox: the controller kills it through its
+	 * launcher, never through us. */
+	send_msg(jsonrpc_error_new(id, -32003, "no such sandbox", NULL));
 }
 
 static void do_dispose(json_t *id)
 {
-	if (streq(fail_at, "dispose")) {
+	if (streq(fail_at, "dispose"))
 		reply_error(id, "failAt=dispose", NULL);
-		return;
-	}
-	for (struct child *ch = children; ch; ch = ch->next)
-		(void)kill(-ch->pid, SIGKILL);
-	reply(id, json_object());
+	else
+		reply(id, json_object());
 }
 
-static void reap(void)
-{
-	for (;;) {
-		int st;
-		pid_t pid = waitpid(-1, &st, WNOHANG);
-		struct child **p;
-
-		if (pid <= 0)
-			return;
-		for (p = &children; *p; p = &(*p)->next)
-			if ((*p)->pid == pid)
-				break;
-		if (*p) {
-			struct child *ch = *p;
-			bool sig = WIFSIGNALED(st);
-
-			*p = ch->next;
-			send_msg(jsonrpc_notification_new(
-				"exited", json_pack("{s:s,s:i,s:i,s:s,s:I}", "sandbox", ch->sandbox,
-						    "exitCode", sig ? 0 : WEXITSTATUS(st), "signal",
-						    sig ? WTERMSIG(st) : 0, "reason",
-						    ch->killed ? "killed"
-						    : sig      ? "signaled"
-							       : "exited",
-						    "durationUsec",
-						    (json_int_t)(now_usec() - ch->start_usec))));
-			free(ch);
-		}
-	}
-}
-
-static void handle_with_fds(json_t *msg, const int *fds, size_t n_fds)
+static void handle(json_t *msg, int *fds, size_t n_fds)
 {
 	const char *method = json_string_value(json_object_get(msg, "method"));
 	json_t *id = json_object_get(msg, "id"), *params = json_object_get(msg, "params");
@@ -365,33 +437,29 @@ static void handle_with_fds(json_t *msg, const int *fds, size_t n_fds)
 	else if (streq(method, "isAvailable"))
 		do_probe(id);
 	else if (streq(method, "spawn"))
-		do_spawn(id, params, fds, n_fds);
+		do_spawn(id, params);
+	else if (streq(method, "acquire"))
+		do_acquire(id, params, fds, n_fds);
+	else if (streq(method, "release"))
+		do_release(id, params, fds, n_fds);
 	else if (streq(method, "kill"))
-		do_kill(id, params);
+		do_kill(id);
 	else if (streq(method, "dispose"))
 		do_dispose(id);
 	else
-		send_msg(jsonrpc_error_new(id, -32601, "no such method", NULL));
-}
-
-static void handle(json_t *msg)
-{
-	handle_with_fds(msg, NULL, 0);
+		send_msg(jsonrpc_error_new(id, JSONRPC_METHOD_NOT_FOUND, "no such method", NULL));
 }
 
 int main(void)
 {
-	sigset_t mask;
-	int sfd, r;
+	int r;
 
 	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	(void)sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (!getcwd(state_dir, sizeof(state_dir)))
+		return 1;
 	/* stdin and stdout are the same socket; keep our own descriptor of it. */
 	r = jsonrpc_conn_new(fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3), &conn);
-	if (sfd < 0 || r < 0) {
+	if (r < 0) {
 		fprintf(stderr, "cordon-test-pack: cannot set up\n");
 		return 1;
 	}
@@ -407,37 +475,17 @@ int main(void)
 	(void)dup2(STDERR_FILENO, STDOUT_FILENO);
 	fprintf(stderr, "cordon-test-pack: started (pid %d)\n", (int)getpid());
 	for (;;) {
-		struct pollfd p[2] = { { jsonrpc_conn_fd(conn), POLLIN, 0 }, { sfd, POLLIN, 0 } };
+		_cleanup_json_ json_t *m = NULL;
+		int fds[IPC_MAX_FDS];
+		size_t n_fds = 0;
+		struct field_error fe = { 0 };
 
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			return 1;
-		if (p[1].revents) {
-			struct signalfd_siginfo si;
-
-			while (read(sfd, &si, sizeof(si)) == sizeof(si))
-				;
-			reap();
+		r = jsonrpc_conn_recv(conn, &m, fds, &n_fds, -1, &fe);
+		if (r <= 0) {
+			close_many(fds, n_fds);
+			return r < 0 ? 1 : 0;
 		}
-		if (p[0].revents) {
-			ssize_t n = jsonrpc_conn_fill(conn);
-
-			if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINTR)) {
-				for (struct child *ch = children; ch; ch = ch->next)
-					(void)kill(-ch->pid, SIGKILL);
-				return 0;
-			}
-			for (;;) {
-				_cleanup_json_ json_t *m = NULL;
-				int fds[IPC_MAX_FDS];
-				size_t n_fds = 0;
-				struct field_error fe = { 0 };
-
-				r = jsonrpc_conn_next(conn, &m, fds, &n_fds, &fe);
-				if (r <= 0)
-					break;
-				handle_with_fds(m, fds, n_fds);
-				close_many(fds, n_fds);
-			}
-		}
+		handle(m, fds, n_fds);
+		close_many(fds, n_fds);
 	}
 }
