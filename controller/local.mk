@@ -28,7 +28,7 @@ libcontroller_a_SOURCES = \
 	%reldir%/controller-interaction.c %reldir%/controller-interaction.h
 libcontroller_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSECCOMP_CFLAGS) $(LIBSODIUM_CFLAGS)
 ## What a program linking the core adds to its LDADD.
-LIBCONTROLLER_LIBS = libcontroller.a libproxy.a libbackend.a libworkspace.a libctl_launcher.a \
+LIBCONTROLLER_LIBS = libcontroller.a libbackend.a libworkspace.a libproxy.a libctl_launcher.a \
 	libpolicy_compile.a libpolicy.a libipc.a libcommon.a $(JANSSON_LIBS) $(LIBSECCOMP_LIBS) \
 	$(LIBSODIUM_LIBS)
 

@@ -46,6 +46,7 @@
 #include "common/event.h"
 #include "ipc/ipc-jsonrpc.h"
 #include "policy/policy-compile.h"
+#include "proxy/proxy.h"
 
 /* Outstanding host interactions one pack instance may have. */
 #define PACK_INTERACTIONS_MAX 4
@@ -78,7 +79,8 @@ struct pack_inst {
 	struct ctl_launcher *l;
 	struct event_source *lsrc;
 	json_t *hello;
-	char *sandbox; /* the pack process's own sandbox */
+	char *sandbox;		      /* the pack process's own sandbox */
+	struct proxy_listener *proxy; /* network "proxy": serves the pack process's own */
 	struct jsonrpc_conn *conn;
 	struct event_source *src;
 	struct pack_call *calls;
@@ -549,9 +551,24 @@ static void on_pack_spawned(struct ctl_launcher *l, const char *sandbox, int pid
 	int r;
 
 	safe_close(pidfd);
-	safe_close(proxy_fd);
-	if (!pi->configure_done)
+	if (!pi->configure_done) {
+		safe_close(proxy_fd);
 		return; /* timed out meanwhile */
+	}
+	if (proxy_fd >= 0 && pi->pb->domains) {
+		/* Network "proxy": the pack reaches its own API's domains, nothing else. */
+		_cleanup_proxy_rules_ struct proxy_rules *rules = NULL;
+		const char *bad = NULL;
+
+		r = proxy_rules_new(pi->pb->domains, NULL, NULL, 0, NULL, &rules, &bad);
+		if (r >= 0)
+			r = proxy_listener_new(pi->bi->host->loop, TAKE_FD(proxy_fd), rules, NULL,
+					       NULL, NULL, &pi->proxy);
+		if (r < 0)
+			log_warning_errno(r, "%s: cannot serve the pack process's proxy (%s): %m",
+					  pi->bi->name, bad ? bad : "");
+	}
+	safe_close(proxy_fd);
 	if (!sandbox) {
 		(void)snprintf(msg, sizeof(msg), "cannot start the pack process: %s%s%s%s",
 			       err ? err->message : "unknown error",
@@ -581,15 +598,19 @@ static void on_pack_spawned(struct ctl_launcher *l, const char *sandbox, int pid
 	}
 }
 
-/* The pack process's own policy, compiled for the launcher that will run it. */
+/* The pack process's own policy, compiled for the launcher that will run it: its own directory
+ * read-only, its state as its workspace, its network (with proxy: only its own API's domains),
+ * and the host sockets it asked for that the admin floor lists (else it does not start). */
 static int compile_pack_plan(struct pack_inst *pi, const char *state_dir,
 			     struct compiled_plan **ret, struct field_error *fe)
 {
 	struct backend_host *h = pi->bi->host;
 	struct pack_backend *pb = pi->pb;
 	_cleanup_json_ json_t *patch = NULL;
+	json_t *allowed = json_object_get(json_object_get(pi->hello, "floor"), "packSockets");
 	char *argv[] = { pb->executable, NULL };
 	char *envp[] = { (char *)"PATH=/usr/local/bin:/usr/bin:/bin", NULL };
+	json_t *read, *net;
 
 	/* env.pass replaces the default's allowlist (compile's rule for a patch's env.pass). */
 	patch = json_pack("{s:{s:[s],s:{s:s,s:s}},s:{s:s},s:{s:[s]}}", "filesystem", "read",
@@ -598,6 +619,33 @@ static int compile_pack_plan(struct pack_inst *pi, const char *state_dir,
 			  "PATH");
 	if (!patch)
 		return -ENOMEM;
+	read = json_object_get(json_object_get(patch, "filesystem"), "read");
+	for (char **sock = pb->sockets; sock && *sock; sock++) {
+		bool listed = false;
+		size_t i;
+		json_t *v;
+
+		json_array_foreach(allowed, i, v)
+			listed |= streq_ptr(json_string_value(v), *sock);
+		if (!listed)
+			return field_error_set(
+				fe, -EPERM, "hostSockets", NULL,
+				"the admin floor does not list \"%s\" in packSockets", *sock);
+		/* A socket is connected to through a read-only bind: connect() needs no write
+		 * access to the mount, only to the socket's inode. */
+		if (json_array_append_new(read, json_string(*sock)) < 0)
+			return -ENOMEM;
+	}
+	net = json_object_get(patch, "network");
+	if (pb->domains) {
+		json_t *doms = json_array();
+
+		for (char **d = pb->domains; *d; d++)
+			if (!doms || json_array_append_new(doms, json_string(*d)) < 0)
+				return -ENOMEM;
+		if (json_object_set_new(net, "allowDomains", doms) < 0)
+			return -ENOMEM;
+	}
 	return h->compile(h, patch, argv, envp, state_dir, pi->hello, ret, fe);
 }
 
@@ -1406,6 +1454,7 @@ static void pack_stop(struct pack_inst *pi)
 {
 	pi->stopping = true;
 	pack_gone(pi, "stopped");
+	pi->proxy = proxy_listener_free(pi->proxy);
 	event_source_free(pi->lsrc);
 	pi->lsrc = NULL;
 	backend_launcher_reap_later(pi->bi->host, pi->l);
@@ -1533,6 +1582,26 @@ int pack_backend_new(struct pack_provider *pp, const struct pack_entry *e,
 	pb->dir = strdup(e->dir);
 	pb->executable = strdup_printf("%s/%s", e->dir, e->manifest->executable);
 	pb->network = e->manifest->network;
+	if (e->manifest->domains && !(pb->domains = strv_copy(e->manifest->domains))) {
+		pack_backend_free(pb);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < e->manifest->n_sockets; i++) {
+		size_t n = strv_length(pb->sockets);
+		char **l = realloc(pb->sockets, (n + 2) * sizeof(char *));
+
+		if (!l) {
+			pack_backend_free(pb);
+			return -ENOMEM;
+		}
+		pb->sockets = l;
+		l[n] = strdup(e->manifest->sockets[i].path);
+		l[n + 1] = NULL;
+		if (!l[n]) {
+			pack_backend_free(pb);
+			return -ENOMEM;
+		}
+	}
 	pb->descriptor = json_deep_copy(be->descriptor_json);
 	if (!pb->dir || !pb->executable || !pb->descriptor) {
 		pack_backend_free(pb);
@@ -1566,6 +1635,8 @@ void pack_backend_free(struct pack_backend *pb)
 		return;
 	free(pb->dir);
 	free(pb->executable);
+	strv_free(pb->domains);
+	strv_free(pb->sockets);
 	json_decref(pb->descriptor);
 	free(pb);
 }

@@ -36,6 +36,8 @@ struct pack_backend {
 	char *dir;	  /* the installed pack directory */
 	char *executable; /* absolute, inside dir */
 	enum pack_network network;
+	char **domains;	    /* network "proxy": what the pack's own API needs */
+	char **sockets;	    /* host sockets it asked for (absolute paths) */
 	json_t *descriptor; /* normalized */
 };
 

@@ -15,8 +15,10 @@ tests_unit_test_pack_manifest_CFLAGS = $(BACKEND_TESTS_CF)
 TESTS += \
 	tests/integration/packs.sh \
 	tests/integration/pack-secrets.sh \
-	tests/integration/pack-transfer.sh
+	tests/integration/pack-transfer.sh \
+	tests/integration/pack-asks.sh
 EXTRA_DIST += \
+	tests/integration/pack-asks.sh \
 	tests/packs/test-pack/pack.json \
 	tests/integration/packs.sh \
 	tests/integration/packs.py \
