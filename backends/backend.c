@@ -51,6 +51,19 @@ int backend_instance_new(struct backend_host *h, const struct backend_ops *ops,
 	return 0;
 }
 
+int backend_ops_descriptor(const struct backend_ops *ops, struct backend_descriptor **ret,
+			   struct field_error *fe)
+{
+	_cleanup_json_ json_t *desc = ops->descriptor ? ops->descriptor(ops) : NULL;
+
+	if (!desc)
+		return -ENOMEM;
+	/* Only a built-in may describe itself as unconfined (isolation "none"). */
+	return backend_descriptor_from_json(
+		desc, streq(ops->source, "builtin") ? BACKEND_DESCRIPTOR_BUILTIN : 0, "descriptor",
+		ret, fe);
+}
+
 int backend_ops_ref(const struct backend_ops *ops, char *buf, size_t size)
 {
 	int n = ops->pack_id ? snprintf(buf, size, "%s:%s:%s", ops->source, ops->pack_id, ops->kind)

@@ -173,6 +173,9 @@ void backend_disposals_retry_now(void);
 /* At exit: give up the disposals still under way (each logged). */
 void backend_disposals_free(void);
 
+/* ops' descriptor, parsed (a built-in's may say isolation "none"): -errno with fe saying why. */
+int backend_ops_descriptor(const struct backend_ops *ops, struct backend_descriptor **ret,
+			   struct field_error *fe);
 /* The text form of ops' reference ("builtin:auto", "pack:org.example:cloud"). */
 int backend_ops_ref(const struct backend_ops *ops, char *buf, size_t size);
 

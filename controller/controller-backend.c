@@ -552,20 +552,15 @@ static bool secret_is_configured(void *userdata, const char *field_id)
 int controller_backend_validate_settings(struct controller *c, const struct backend_ops *ops,
 					 const char *ref, json_t *settings, struct field_error *fe)
 {
-	_cleanup_json_ json_t *desc = ops->descriptor ? ops->descriptor(ops) : NULL;
 	_cleanup_json_ json_t *empty = NULL;
 	struct backend_descriptor *d = NULL;
 	struct backend_settings_update u = { 0 };
 	struct secret_query q = { 0 };
 	int r;
 
-	if (!desc)
-		return -ENOMEM;
 	if (backend_ref_parse(ref, &q.ref) >= 0 && controller_secrets(c, &q.store) < 0)
 		q.store = NULL;
-	r = backend_descriptor_from_json(
-		desc, streq(ops->source, "builtin") ? BACKEND_DESCRIPTOR_BUILTIN : 0, "descriptor",
-		&d, fe);
+	r = backend_ops_descriptor(ops, &d, fe);
 	if (r < 0)
 		return r;
 	if (!settings)

@@ -260,7 +260,7 @@ static int pack_disable_or_remove(struct client *cl, json_t *id, json_t *params,
 	}
 	/* The safe fallback first, through the activation queue (after whatever activation of
 	 * the pack is running or queued). */
-	r = controller_backend_activate_for(cl->ctl, cl->id, "builtin:auto", NULL,
+	r = controller_backend_activate_for(cl->ctl, cl->id, BACKEND_FALLBACK_REF, NULL,
 					    ACTIVATE_EXPLICIT, fallback_done, op);
 	if (r < 0) {
 		pack_op_free(op);

@@ -57,7 +57,6 @@ int controller_backend_lookup(struct controller *c, const char *ref_text,
 			      struct field_error *fe)
 {
 	const struct backend_ops *ops;
-	_cleanup_json_ json_t *desc = NULL;
 	int r;
 
 	if (backend_ref_parse(ref_text, ret_ref) < 0)
@@ -66,12 +65,9 @@ int controller_backend_lookup(struct controller *c, const char *ref_text,
 	ops = controller_backend_find(c, ref_text);
 	if (!ops)
 		return field_error_set(fe, -ENOENT, "params.backend", NULL, "no such backend");
-	desc = ops->descriptor ? ops->descriptor(ops) : NULL;
-	if (!desc)
-		return -ENOMEM;
-	r = backend_descriptor_from_json(
-		desc, streq(ops->source, "builtin") ? BACKEND_DESCRIPTOR_BUILTIN : 0, "descriptor",
-		ret_d, fe);
+	r = backend_ops_descriptor(ops, ret_d, fe);
+	if (r == -ENOMEM)
+		return r;
 	if (r < 0)
 		return field_error_set(fe, -EINVAL, "params.backend", NULL,
 				       "the backend's descriptor is invalid");
