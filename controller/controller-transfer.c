@@ -81,7 +81,13 @@ static void *worker(void *arg)
 		j->r = ws_archive_write(j->dir_fd, j->data_fd, &limits, &j->snapshot, &j->report);
 	/* The backend sees the end of the stream now, not when the loop gets to it. */
 	j->data_fd = safe_close(j->data_fd);
-	j->notify[1] = safe_close(j->notify[1]);
+	/* Last: the loop may free j the moment the notify pipe closes. */
+	{
+		int done = j->notify[1];
+
+		j->notify[1] = -1;
+		safe_close(done);
+	}
 	return NULL;
 }
 

@@ -39,7 +39,7 @@ cleanup() {
 		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -9 "$pid" 2>/dev/null || true
 	fi
-	rm -rf "$TEST_TMP"
+	[ -n "${CORDON_TEST_KEEP:-}" ] || rm -rf "$TEST_TMP"
 }
 trap cleanup EXIT
 
