@@ -127,7 +127,8 @@ static void dispose_done(struct backend_instance *bi, int r, const char *message
 	}
 	bi->host->event(bi->host, "backend-disposed",
 			json_pack("{s:s,s:b,s:i}", "launcher", bi->name, "ok", r >= 0, "attempts",
-				  (int)dr->attempts + 1));
+				  /* the failed ones, and the one that succeeded */
+				  (int)dr->attempts + (r >= 0)));
 	for (struct dispose_retry **p = &disposals; *p; p = &(*p)->next)
 		if (*p == dr) {
 			*p = dr->next;

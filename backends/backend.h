@@ -46,7 +46,9 @@ struct backend_host {
 	/* A process of bi ended: exit is {exitCode, signal, reason, durationUsec?} (borrowed). */
 	void (*exited)(struct backend_host *h, struct backend_instance *bi, const char *sandbox,
 		       json_t *exit);
-	/* bi's launcher went away: its processes end; the core finds a replacement. */
+	/* bi's launcher went away: its processes end; the core finds a replacement. Spawns still
+	 * pending must be answered (or cancelled) before this: no spawn callback runs after it,
+	 * since the core ends the processes still starting itself. */
 	void (*lost)(struct backend_host *h, struct backend_instance *bi);
 	/* An event for the user's stream ({"type": type, …fields}); steals fields. */
 	void (*event)(struct backend_host *h, const char *type, json_t *fields);

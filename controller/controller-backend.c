@@ -225,6 +225,23 @@ static void persisted(struct controller *c, int r, void *ud)
 {
 	struct activation *a = ud;
 
+	if (c->active != a->bi) {
+		/* Its launcher was lost while the selection was being saved (controller_backend_lost()
+		 * left the instance to us). Not saved: the previous instance serves again; saved:
+		 * builtin:auto comes next, as after any loss (queued behind us, so that those waiting
+		 * for an instance go on waiting). */
+		if (r < 0 && a->old)
+			c->active = TAKE_PTR(a->old);
+		else {
+			backend_instance_unref(TAKE_PTR(a->old));
+			if (!c->host.exiting)
+				(void)controller_backend_activate(
+					c, BACKEND_FALLBACK_REF, NULL,
+					c->slot_persist ? 0 : ACTIVATE_NO_PERSIST, NULL, NULL);
+		}
+		activation_finish(a, -ECONNRESET, "the launcher was lost during the activation");
+		return;
+	}
 	if (r < 0) {
 		c->active = a->old;
 		a->old = NULL;
@@ -397,6 +414,10 @@ void controller_backend_lost(struct controller *c, struct backend_instance *bi)
 		/* Re-establish a confined launcher; spawns wait for it meanwhile. */
 		c->active = NULL;
 		c->slot_persist = !streq(bi->ref, BACKEND_FALLBACK_REF);
+		/* Lost between its swap and the end of its activation (step 7 under way): the
+		 * activation keeps its reference and finds another instance (persisted()). */
+		if (c->activations && c->activations->bi == bi)
+			return;
 		backend_instance_unref(bi);
 		(void)slot_reestablish(c);
 	}

@@ -304,6 +304,8 @@ static void process_maybe_finish(struct process *p)
 		  p->t_exit ? p->t_exit - p->t_request : 0, p->end_usec - p->t_request,
 		  p->t_request);
 	stdin_close(p);
+	/* Nothing signals a finished process: its pidfd goes now, not when it is pruned. */
+	p->pidfd = safe_close(p->pidfd);
 	host_exec_check(p);
 	/* The launcher instance is no longer needed by this process: a replaced instance is
 	 * disposed once its last process got here (the activation's dispose step). */
