@@ -1001,6 +1001,7 @@ static void on_spawned(struct backend_instance *bi, const char *sandbox, int pid
 	close_many(p->plan_fds, p->n_plan_fds);
 	p->n_plan_fds = 0;
 	json_decref(TAKE_PTR(p->plan));
+	p->ws_fd = safe_close(p->ws_fd); /* the backend had it for the spawn */
 
 	if (!sandbox) {
 		_cleanup_json_ json_t *err = launcher_error_obj(lerr, -EIO);

@@ -9,6 +9,10 @@
 # "bind"; "transfer": the tree goes to the backend at acquisition and comes back at release; "none")
 # and claims.readOnlyWorkspace (false when absent: a read-only workspace must be refused, naming
 # filesystem.workspace.access). A check the claims rule out is "n/a" with the claim that says so.
+# On a transfer backend the core refuses one-shot runs (checked by one-shot): every other check's
+# one-shot commands run in a lease of their own instead (Backend.exec/spawn: sandbox.acquire with
+# the same policy, read-write unless the check asks for read-only, the process with "sandbox": ID,
+# then sandbox.release; a release that fails fails the check).
 #
 # The checks (CHECKS at the end, in this order):
 #   exit-codes     exit 0, 1, 42 come back as such, reason "exited"
@@ -19,14 +23,24 @@
 #   binary         all 256 byte values, NULs, exact on both streams
 #   stdin          spawn + process.write + closeStdin (100 KiB, EOF seen); exec stdin/stdinBase64
 #   env            env.pass and env.set arrive, nothing else of the caller's
-#   cwd            the caller in a workspace subdirectory: pwd is the mount point + that path
+#   cwd            the caller in a workspace subdirectory: pwd is the mount point + that path, and
+#                  what is there is the host's (a host change seen) or, transfer, the lease's copy
+#                  (a host change after the acquisition unseen)
 #   timeout        wallSeconds 1 ends the whole marked tree, reason "timeout", nothing left
 #   cancel         process.signal (kill) ends the whole marked tree, reason "killed"
 #   read-only      enforced (writes fail, host unchanged) or refused naming
-#                  filesystem.workspace.access, as claims.readOnlyWorkspace says; one-shot, lease
-#   read-write     changes on the host at the one-shot's exit, and after a lease's release
+#                  filesystem.workspace.access, as claims.readOnlyWorkspace says (transfer: at the
+#                  acquisition); one-shot, lease, a lease's default access, cordon run
+#   read-write     direct/bind: changes on the host at the one-shot's exit, and at once in a lease;
+#                  transfer: not on the host before sandbox.release, then applied, and the
+#                  release's workspace report (items, counts) says what changed
+#   one-shot       transfer: a one-shot process.exec and process.spawn are refused naming
+#                  params.sandbox, and nothing runs (n/a for other attachments)
+#   cli-run        cordon run (transfer: in a lease of its own): its output, exit status, and its
+#                  change on the host when it returns
 #   leases         a failing setup hook fails sandbox.acquire; a good one and two processes share
-#                  the workspace state; release kills what is left
+#                  the workspace state, on the host at once or (transfer) only after the release;
+#                  release kills what is left
 #   narrowing      narrower patch and nested sandbox run; widenings refused naming the field
 #   activation     a new instance of the same backend activated while spawns go on: none lost
 #   lease-pinning  a lease stays on the instance it was acquired on across an activation
@@ -46,7 +60,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
-from ctl import CORDON, SOCK, start_controller  # noqa: E402
+from ctl import CORDON, SOCK, STATE, start_controller  # noqa: E402
 from rpc import Conn  # noqa: E402
 
 OK, FAIL, NA = "ok", "FAIL", "n/a"
@@ -76,6 +90,24 @@ class NotApplicable(Exception):
 def need(cond, why):
     if not cond:
         raise CheckFailed(why)
+
+
+def log_tail(n=12):
+    """The controller log's last n lines (what a check that got no answer shows)."""
+    try:
+        with open(os.path.join(STATE, "controller.log"), errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError as e:
+        return "(no controller log: %s)\n" % e
+
+
+def call(c, method, params, timeout=30):
+    """c.call, a missing answer a CheckFailed naming the method, with the controller's log."""
+    try:
+        return c.call(method, params, timeout=timeout)
+    except OSError as e:
+        raise CheckFailed("no answer to %s within %d s (%s); controller.log, last lines:\n%s"
+                          % (method, timeout, e, log_tail()))
 
 
 def short(obj, n=600):
@@ -167,6 +199,9 @@ class Backend:
         self.workspace = self.claims.get("workspace", "direct")
         self.ro_claim = bool(self.claims.get("readOnlyWorkspace", False))
         self.unconfined = self.claims.get("isolation") == "none"
+        self.transfer = self.workspace == "transfer"
+        self.leases = []  # the leases a check took for its one-shot commands (lease_for)
+        self.refused = None
         self.policy = {"version": 1}
         if self.unconfined:
             self.policy.update(hostExecution=True, optional=list(UNCONFINED_OPTIONAL))
@@ -203,6 +238,58 @@ class Backend:
 
     def sh(self, script, *args, **kw):
         return self.params(["/bin/sh", "-c", script, "sh"] + list(args), **kw)
+
+    # A check's "one-shot" commands go through these. On a transfer backend the core refuses a
+    # one-shot run (its changes would be lost; check_one_shot checks that): the command runs in
+    # a lease of its own instead, acquired with the same policy (read-write unless the patch says
+    # otherwise), the process started with "sandbox": ID and no policy of its own.
+    def lease_for(self, c, p):
+        """(answer, process params): the acquisition's answer (an error ends there) and p for
+        that lease; (None, p) when the backend runs one-shots."""
+        if not self.transfer:
+            return None, p
+        patch = merge({"filesystem": {"workspace": {"access": "read-write"}}}, p.get("policyPatch") or {})
+        a = call(c, "sandbox.acquire", {"policy": p["policy"], "policyPatch": patch,
+                                       "callerCwd": p["callerCwd"], "env": p["env"]}, timeout=60)
+        if "result" not in (a or {}):
+            return a, None
+        self.leases.append(a["result"]["sandboxId"])
+        q = {k: v for k, v in p.items() if k != "policy"}
+        q["sandbox"] = a["result"]["sandboxId"]
+        return a, q
+
+    def exec(self, c, p, timeout=30):
+        """process.exec's answer (on a transfer backend: in a lease, released before this
+        returns; an acquisition's error is the answer)."""
+        a, q = self.lease_for(c, p)
+        if q is None:
+            return a
+        r = call(c, "process.exec", q, timeout=timeout)
+        if a is not None:
+            self.release(c, q["sandbox"])
+        return r
+
+    def spawn(self, c, p):
+        """process.spawn's answer (on a transfer backend: in a lease, released at the check's
+        end, by then the process has ended or is killed by the release)."""
+        a, q = self.lease_for(c, p)
+        return call(c, "process.spawn", q) if q is not None else a
+
+    def request_exec(self, c, p):
+        """process.exec sent, not waited for: its request id (None when the acquisition failed:
+        then self.refused has the answer)."""
+        a, q = self.lease_for(c, p)
+        if q is None:
+            self.refused = a
+            return None
+        return c.request("process.exec", q)
+
+    def release(self, c, sid):
+        """sandbox.release of a lease this suite took for a one-shot: its answer; a failure
+        fails the check."""
+        self.leases.remove(sid)
+        return res(call(c, "sandbox.release", {"sandboxId": sid}, timeout=60), "sandbox.release of the lease "
+                   "the command ran in")
 
 
 def merge(a, b):
@@ -271,14 +358,14 @@ def wait_output(conn, pid, want, seconds=10):
 # --------------------------------------------------------------------------------- the checks
 def check_exit_codes(b, c):
     for code in (0, 1, 42):
-        r = res(c.call("process.exec", b.sh("exit %d" % code)), "exit %d" % code)
+        r = res(b.exec(c, b.sh("exit %d" % code)), "exit %d" % code)
         need(r.get("exitCode") == code and r.get("reason") == "exited" and not r.get("signal"),
              "exit %d came back as %s" % (code, short({k: r.get(k) for k in ("exitCode", "signal", "reason")})))
     return "0, 1, 42"
 
 
 def check_signal(b, c):
-    r = res(c.call("process.exec", b.sh("kill -TERM $$")), "kill -TERM $$")
+    r = res(b.exec(c, b.sh("kill -TERM $$")), "kill -TERM $$")
     need(r.get("signal") == 15 and r.get("reason") == "signaled",
          "death by SIGTERM came back as %s" % short({k: r.get(k) for k in ("exitCode", "signal", "reason")}))
     p = b.suite.cli(b, "exec", "--cwd", "/", "--", "/bin/sh", "-c", "kill -USR1 $$")
@@ -292,7 +379,7 @@ def check_signal_state(b, c):
     backend process blocks or ignores for itself): a pipeline's writer dies of SIGPIPE, a
     SIGTERM ends it."""
     # grep itself (a shell would change its children's mask).
-    r = res(c.call("process.exec", b.params(["grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status"])),
+    r = res(b.exec(c, b.params(["grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status"])),
             "signal state")
     got = dict(l.split(":\t", 1) for l in out_bytes(r, "stdout").decode(errors="replace").splitlines()
                if ":\t" in l)
@@ -322,15 +409,15 @@ def check_stdio_separate(b, c):
     n = 300
     script = ('i=0; while [ $i -lt %d ]; do i=$((i+1)); echo "out $i"; echo "err $i" >&2; '
               'done' % n)
-    r = res(c.call("process.exec", b.sh(script)), "interleaved writes")
+    r = res(b.exec(c, b.sh(script)), "interleaved writes")
     want_out = "".join("out %d\n" % i for i in range(1, n + 1)).encode()
     want_err = "".join("err %d\n" % i for i in range(1, n + 1)).encode()
     got_out, got_err = out_bytes(r, "stdout"), out_bytes(r, "stderr")
     need(got_out == want_out, "stdout differs (%d bytes, starts %r)" % (len(got_out), got_out[:80]))
     need(got_err == want_err, "stderr differs (%d bytes, starts %r)" % (len(got_err), got_err[:80]))
     # The same through a spawn's process.output notifications.
-    sp = res(c.call("process.spawn", b.sh(script, stdio={"stdin": "null", "stdout": "pipe",
-                                                        "stderr": "pipe"})), "process.spawn")
+    sp = res(b.spawn(c, b.sh(script, stdio={"stdin": "null", "stdout": "pipe",
+                                            "stderr": "pipe"})), "process.spawn")
     o, e, ex = collect(c, sp["processId"])
     need(ex is not None, "the spawned writer's exit was not reported")
     need(o == want_out and e == want_err,
@@ -345,7 +432,7 @@ def check_output_cap(b, c):
         redir = "" if loud == "stdout" else " >&2"
         qredir = " >&2" if loud == "stdout" else ""
         script = "head -c %d /dev/zero | tr '\\0' a%s; echo quiet%s" % (big, redir, qredir)
-        r = res(c.call("process.exec", b.sh(script), timeout=60), "%s of %d bytes" % (loud, big))
+        r = res(b.exec(c, b.sh(script), timeout=60), "%s of %d bytes" % (loud, big))
         got = out_bytes(r, loud)
         need(r.get("exitCode") == 0, "the writer exited %s" % r.get("exitCode"))
         need(r.get(loud + "Truncated") is True, "%sTruncated is %r" % (loud, r.get(loud + "Truncated")))
@@ -363,7 +450,7 @@ ALL_BYTES = bytes(range(256))
 
 def check_binary(b, c):
     fmt = "".join("\\%03o" % i for i in range(256))
-    r = res(c.call("process.exec", b.sh('printf "$1$1$1"; printf "$1" >&2', fmt)), "binary output")
+    r = res(b.exec(c, b.sh('printf "$1$1$1"; printf "$1" >&2', fmt)), "binary output")
     got_out, got_err = out_bytes(r, "stdout"), out_bytes(r, "stderr")
     need(got_out == ALL_BYTES * 3, "stdout: %d bytes, not the 768 written (first difference at %s)"
          % (len(got_out), first_diff(got_out, ALL_BYTES * 3)))
@@ -381,8 +468,8 @@ def first_diff(a, b):
 
 def check_stdin(b, c):
     data = ALL_BYTES * 400  # 100 KiB: more than a pipe takes at once
-    sp = res(c.call("process.spawn", b.sh("cat; echo EOF-seen",
-                                          stdio={"stdin": "pipe", "stdout": "pipe", "stderr": "pipe"})),
+    sp = res(b.spawn(c, b.sh("cat; echo EOF-seen",
+                             stdio={"stdin": "pipe", "stdout": "pipe", "stderr": "pipe"})),
              "process.spawn with a stdin pipe")
     pid = sp["processId"]
     half = len(data) // 2
@@ -396,20 +483,20 @@ def check_stdin(b, c):
          % (len(o), len(data), first_diff(o, data + b"EOF-seen\n")))
     need(ex.get("exitCode") == 0, "cat exited %s" % short(ex))
     # exec with input: binary, then EOF.
-    r = res(c.call("process.exec", b.sh("cat; echo EOF-seen", stdinBase64=base64.b64encode(data).decode())),
+    r = res(b.exec(c, b.sh("cat; echo EOF-seen", stdinBase64=base64.b64encode(data).decode())),
             "process.exec with stdinBase64")
     got = out_bytes(r, "stdout")
     need(got == data + b"EOF-seen\n", "exec stdinBase64: %d bytes back (first difference at %d)"
          % (len(got), first_diff(got, data + b"EOF-seen\n")))
-    r = res(c.call("process.exec", b.sh("cat; echo EOF-seen", stdin="héllo\n")), "process.exec with stdin")
+    r = res(b.exec(c, b.sh("cat; echo EOF-seen", stdin="héllo\n")), "process.exec with stdin")
     need(r.get("stdout") == "héllo\nEOF-seen\n", "exec stdin text came back as %r" % r.get("stdout"))
     return "spawn+write+closeStdin (%d bytes), exec stdin/stdinBase64" % len(data)
 
 
 def check_env(b, c):
     patch = {"env": {"pass": ["CONF_PASSED"], "set": {"CONF_SET": "set-by-policy"}}}
-    r = res(c.call("process.exec", b.sh("env", patch=patch,
-                                         env=["CONF_PASSED=passed", "CONF_HIDDEN=hidden"])), "env")
+    r = res(b.exec(c, b.sh("env", patch=patch,
+                           env=["CONF_PASSED=passed", "CONF_HIDDEN=hidden"])), "env")
     lines = set(out_bytes(r, "stdout").decode(errors="replace").splitlines())
     need("CONF_PASSED=passed" in lines, "a variable env.pass names did not arrive")
     need("CONF_SET=set-by-policy" in lines, "env.set did not arrive")
@@ -418,11 +505,13 @@ def check_env(b, c):
     return "pass, set, the rest withheld"
 
 
-def mount_point(b, result, host_path):
-    for src in (result, result.get("workspace") if isinstance(result.get("workspace"), dict) else {}):
+def mount_point(b, result, host_path, lease=None):
+    """Where the command sees the workspace: the mountPoint reported with the process or by the
+    lease it ran in, else the host path (a direct backend's, and a lease's usual place)."""
+    for src in (result, result.get("workspace"), lease):
         if isinstance(src, dict) and isinstance(src.get("mountPoint"), str):
             return src["mountPoint"]
-    if b.workspace == "direct":
+    if b.workspace in ("direct", "transfer"):
         return host_path
     raise CheckFailed("claims.workspace is %r but no mountPoint is reported with the process"
                       % b.workspace)
@@ -434,17 +523,31 @@ def needs_workspace(b):
 
 
 def check_cwd(b, c):
+    """The caller in a workspace subdirectory: the command's cwd is the mount point + that path,
+    and it is the workspace the backend attaches: the host's itself (direct, bind: a change on the
+    host before the command is seen), or the lease's copy (transfer: the tree as it was at the
+    acquisition, the host's later change unseen)."""
     needs_workspace(b)
     ws = b.ws("cwd")
     sub = os.path.join(ws, "sub", "dir")
     os.makedirs(sub)
-    p = b.params(["/bin/sh", "-c", "pwd -P"], ws=ws)
+    here = os.path.join(sub, "here.txt")
+    with open(here, "w") as f:
+        f.write("as acquired\n")
+    p = b.params(["/bin/sh", "-c", "pwd -P; cat here.txt"], ws=ws)
     p["callerCwd"] = sub
-    r = res(c.call("process.exec", p), "pwd in a subdirectory of the workspace")
-    mp = mount_point(b, r, ws)
-    got = out_bytes(r, "stdout").decode(errors="replace").strip()
-    need(got == mp.rstrip("/") + "/sub/dir", "pwd is %r, not %r" % (got, mp.rstrip("/") + "/sub/dir"))
-    return "pwd %s" % ("= the host path" if mp == ws else "= %s/sub/dir" % mp)
+    a, q = b.lease_for(c, p)
+    lease = res(a, "sandbox.acquire (the lease the command runs in)") if a is not None else None
+    with open(here, "w") as f:
+        f.write("changed on the host\n")
+    r = res(call(c, "process.exec", q), "pwd in a subdirectory of the workspace")
+    mp = mount_point(b, r, ws, lease)
+    lines = out_bytes(r, "stdout").decode(errors="replace").splitlines()
+    want = [mp.rstrip("/") + "/sub/dir", "as acquired" if b.transfer else "changed on the host"]
+    need(lines == want, "pwd and here.txt are %r, not %r (%s)" % (
+        lines, want, "the lease's copy" if b.transfer else "the host's workspace"))
+    return "pwd %s, %s" % ("= the host path" if mp == ws else "= %s/sub/dir" % mp,
+                           "the lease's copy" if b.transfer else "the host's files")
 
 
 def run_tree(b, c, how):
@@ -452,11 +555,11 @@ def run_tree(b, c, how):
     process.signal); the exit result, the marked pids seen while it ran, those left after."""
     m = marker()
     if how == "timeout":
-        rid = c.request("process.exec", b.sh(tree_script(m), patch={"limits": {"wallSeconds": 1}}))
-        seen = wait_marked_seen(m, 5, seconds=5)
+        rid = b.request_exec(c, b.sh(tree_script(m), patch={"limits": {"wallSeconds": 1}}))
+        seen = wait_marked_seen(m, 5, seconds=5) if rid is not None else []
         t0 = time.time()
         try:
-            r = c.wait(rid, timeout=10)
+            r = c.wait(rid, timeout=10) if rid is not None else b.refused
             if (err_code(r) == -32001 and err_field(r) == "limits.wallSeconds"
                     and "limits" not in b.claims.get("enforces", [])):
                 raise NotApplicable("claims.enforces has no \"limits\": a wall timeout is refused, "
@@ -467,8 +570,8 @@ def run_tree(b, c, how):
                               "seen, %d alive now)" % (len(seen), len(marked_pids(m))))
         took = time.time() - t0
     else:
-        sp = res(c.call("process.spawn", b.sh(tree_script(m), stdio={"stdin": "null", "stdout": "pipe",
-                                                                    "stderr": "null"})), "process.spawn")
+        sp = res(b.spawn(c, b.sh(tree_script(m), stdio={"stdin": "null", "stdout": "pipe",
+                                                        "stderr": "null"})), "process.spawn")
         pid = sp["processId"]
         if not wait_output(c, pid, b"ready"):
             raise CheckFailed("the tree never said ready")
@@ -543,17 +646,20 @@ def check_read_only(b, c):
         need(st.group(1) != b"0" and st.group(2) != b"0",
              "%s: a write succeeded (statuses %s)" % (where, st.group(0).decode().strip()))
 
-    # One-shot.
-    p = b.sh(script, ws=ws, patch=ro_patch(ws))
-    r = c.call("process.exec", p)
-    (enforced if b.ro_claim else refused)(r, "one-shot")
-    unchanged("one-shot")
-    # An acquired sandbox whose workspace is read-only: the acquisition or the process refused.
+    # One-shot (on a transfer backend: the acquisition of the lease it runs in is refused).
+    r = b.exec(c, b.sh(script, ws=ws, patch=ro_patch(ws)))
+    where = "the lease of a one-shot" if b.transfer else "one-shot"
+    (enforced if b.ro_claim else refused)(r, where)
+    unchanged(where)
+    # An acquired sandbox whose workspace is read-only: the acquisition or the process refused
+    # (a transfer backend: the acquisition, before anything is sent).
     a = c.call("sandbox.acquire", {"policy": b.policy, "policyPatch": ro_patch(ws), "callerCwd": ws,
                                    "env": [PATH_ENV]})
     if "result" in (a or {}):
         sid = a["result"]["sandboxId"]
         try:
+            need(b.ro_claim or not b.transfer, "a read-only lease was acquired on a transfer backend "
+                 "that does not claim readOnlyWorkspace (it must be refused at acquisition): %s" % short(a))
             r = c.call("process.exec", {"sandbox": sid, "argv": ["/bin/sh", "-c", script],
                                         "callerCwd": ws, "env": [PATH_ENV]})
             (enforced if b.ro_claim else refused)(r, "in a read-only lease")
@@ -563,8 +669,27 @@ def check_read_only(b, c):
         need(not b.ro_claim, "acquiring a read-only lease failed: %s" % short(a))
         refused(a, "acquiring a read-only lease")
     unchanged("lease")
+    # A lease's workspace is read-only by default: the same without an access.
+    a = c.call("sandbox.acquire", {"policy": b.policy, "policyPatch": {"filesystem": {"workspace": {"path": ws}}},
+                                   "callerCwd": ws, "env": [PATH_ENV]})
+    if b.ro_claim:
+        c.call("sandbox.release", {"sandboxId": res(a, "acquiring a lease (read-only by default)")["sandboxId"]})
+    else:
+        refused(a, "acquiring a lease without an access (read-only by default)")
+    # The CLI asked for a read-only workspace: a write fails, or exit 120 naming the field.
+    cp = b.suite.cli(b, "run", "--workspace-access", "read-only", "--", "/bin/sh", "-c", script, cwd=ws)
+    err = cp.stderr.decode(errors="replace")
+    if b.ro_claim:
+        need(re.search(r"ran [1-9]\d* [1-9]\d*\n$", err), "cordon run --workspace-access read-only: "
+             "a write did not fail (exit %d, %s)" % (cp.returncode, short(err)))
+    else:
+        need(cp.returncode == 120 and "filesystem.workspace.access" in err,
+             "cordon run --workspace-access read-only exited %d, not 120 naming filesystem.workspace.access "
+             "(%s)" % (cp.returncode, short(err)))
+    unchanged("cordon run")
     return ("enforced (claims.readOnlyWorkspace true)" if b.ro_claim
-            else "refused naming filesystem.workspace.access (claims.readOnlyWorkspace false)")
+            else "refused naming filesystem.workspace.access (claims.readOnlyWorkspace false)"
+            + (" at acquisition" if b.transfer else "") + "; lease default, cordon run")
 
 
 RW_SCRIPT = "echo new >new.txt && echo changed >keep.txt && rm gone.txt && mkdir -p d/e && echo deep >d/e/f"
@@ -593,13 +718,47 @@ def rw_patch(ws):
     return {"filesystem": {"workspace": {"path": ws, "access": "read-write"}}}
 
 
+def rw_untouched(ws, where):
+    got = sorted(os.listdir(ws))
+    with open(os.path.join(ws, "keep.txt")) as f:
+        keep = f.read()
+    need(got == ["gone.txt", "keep.txt"] and keep == "original\n",
+         "%s: the host workspace already changed (%s, keep.txt %r)" % (where, got, keep))
+
+
+# What sandbox.release reports of RW_SCRIPT's changes (transfer): these items, and counts that
+# agree with the items (directories may be reported as added too).
+RW_ITEMS = {"new.txt": "added", "keep.txt": "changed", "gone.txt": "deleted", "d/e/f": "added"}
+
+
+def rw_report(rel):
+    w = rel.get("workspace")
+    need(isinstance(w, dict), "the release answer has no workspace report: %s" % short(rel))
+    items = {i.get("path"): i.get("action") for i in w.get("items") or []}
+    need(all(items.get(k) == v for k, v in RW_ITEMS.items()),
+         "the release reports %s, not at least %s" % (short(items), short(RW_ITEMS)))
+    counts = w.get("counts") or {}
+    for action in ("added", "changed", "deleted", "conflict", "refused"):
+        n = sum(1 for v in items.values() if v == action)
+        need(counts.get(action) == n, "workspace.counts.%s is %r, but %d items say %s (%s)"
+             % (action, counts.get(action), n, action, short(counts)))
+    need(counts.get("changed") == 1 and counts.get("deleted") == 1 and counts.get("conflict") == 0
+         and counts.get("refused") == 0 and counts.get("added", 0) >= 2,
+         "workspace.counts %s: not 2+ added, 1 changed, 1 deleted, no conflict or refusal" % short(counts))
+    return counts
+
+
 def check_read_write(b, c):
+    """A direct or bind backend: the changes on the host at a one-shot's exit, and at once in a
+    lease. A transfer backend: in a lease, the host unchanged until sandbox.release, then the
+    changes applied and reported (workspace.counts)."""
     needs_workspace(b)
-    ws = b.ws("rw-oneshot")
-    rw_prepare(ws)
-    r = res(c.call("process.exec", b.sh(RW_SCRIPT, ws=ws, patch=rw_patch(ws))), "one-shot write")
-    need(r.get("exitCode") == 0, "the writes failed: %s" % short(r))
-    rw_seen(ws, "when the one-shot exit was reported")
+    if not b.transfer:
+        ws = b.ws("rw-oneshot")
+        rw_prepare(ws)
+        r = res(b.exec(c, b.sh(RW_SCRIPT, ws=ws, patch=rw_patch(ws))), "one-shot write")
+        need(r.get("exitCode") == 0, "the writes failed: %s" % short(r))
+        rw_seen(ws, "when the one-shot exit was reported")
     ws = b.ws("rw-lease")
     rw_prepare(ws)
     sid = res(c.call("sandbox.acquire", {"policy": b.policy, "policyPatch": rw_patch(ws), "callerCwd": ws,
@@ -608,11 +767,55 @@ def check_read_write(b, c):
         r = res(c.call("process.exec", {"sandbox": sid, "argv": ["/bin/sh", "-c", RW_SCRIPT],
                                         "callerCwd": ws, "env": [PATH_ENV]}), "write in the lease")
         need(r.get("exitCode") == 0, "the writes in the lease failed: %s" % short(r))
+        if b.transfer:
+            rw_untouched(ws, "before sandbox.release")
+        else:
+            rw_seen(ws, "in the lease, before its release")
     finally:
-        rel = c.call("sandbox.release", {"sandboxId": sid})
-    res(rel, "sandbox.release")
+        rel = c.call("sandbox.release", {"sandboxId": sid}, timeout=60)
+    rel = res(rel, "sandbox.release")
     rw_seen(ws, "after sandbox.release")
-    return "one-shot at exit, lease at release"
+    if not b.transfer:
+        return "one-shot at exit, lease at once"
+    counts = rw_report(rel)
+    return "not before release, then applied; counts %s" % ", ".join(
+        "%s %d" % (k, v) for k, v in sorted(counts.items()) if v)
+
+
+def check_one_shot(b, c):
+    """A transfer backend refuses a one-shot process.exec and process.spawn (its changes would be
+    lost), naming params.sandbox; nothing runs."""
+    if not b.transfer:
+        raise NotApplicable('claims.workspace is "%s": one-shot runs see the workspace' % b.workspace)
+    ws = b.ws("one-shot")
+    for method in ("process.exec", "process.spawn"):
+        r = c.call(method, b.sh("echo ran >ran.txt", ws=ws, patch=rw_patch(ws)))
+        need(err_code(r) == -32001 and err_field(r) == "params.sandbox",
+             "a one-shot %s was not refused (policy-refused naming params.sandbox): %s" % (method, short(r)))
+    time.sleep(0.2)
+    need(os.listdir(ws) == [], "a refused one-shot ran: the workspace has %s" % os.listdir(ws))
+    return "process.exec and process.spawn refused naming params.sandbox"
+
+
+def check_cli_run(b, c):
+    """cordon run (read-write by default; on a transfer backend in a lease of its own): its output,
+    exit status, and its change on the host when it returns."""
+    needs_workspace(b)
+    ws = b.ws("cli-run")
+    with open(os.path.join(ws, "keep.txt"), "w") as f:
+        f.write("original\n")
+    cp = b.suite.cli(b, "run", "--", "/bin/sh", "-c", "cat keep.txt; echo via-run >run.txt; exit 7", cwd=ws)
+    out = cp.stdout.decode(errors="replace")
+    need(cp.returncode == 7 and out == "original\n",
+         "cordon run exited %d with %r, not 7 with the workspace's file (%s)"
+         % (cp.returncode, out, short(cp.stderr.decode(errors="replace"))))
+    try:
+        with open(os.path.join(ws, "run.txt")) as f:
+            got = f.read()
+    except OSError as e:
+        got = "(%s)" % e.strerror
+    need(got == "via-run\n", "run.txt on the host when cordon run returned: %r" % got)
+    return "exit 7, output, change on the host" + (" (a lease of its own)" if b.transfer else "")
 
 
 def check_leases(b, c):
@@ -639,6 +842,10 @@ def check_leases(b, c):
                                              "callerCwd": ws, "env": [PATH_ENV]}), "second process")
             need(out_bytes(r2, "stdout") == b"setup\nfirst\n",
                  "the second process saw %r, not the hook's and the first's files" % out_bytes(r2, "stdout"))
+            # On the host: at once (the workspace itself), or only after the release (transfer).
+            on_host = os.path.exists(os.path.join(ws, "shared.txt"))
+            need(on_host != b.transfer, "shared.txt is %s on the host while the lease runs (claims.workspace %r)"
+                 % ("already" if on_host else "not", b.workspace))
         # What is left at release is killed.
         sp = res(c.call("process.spawn", {"sandbox": sid, "argv": ["/bin/sh", "-c", tree_script(m)],
                                           "callerCwd": ws, "env": [PATH_ENV],
@@ -649,6 +856,17 @@ def check_leases(b, c):
     finally:
         rel = c.call("sandbox.release", {"sandboxId": sid})
     res(rel, "sandbox.release")
+    if b.workspace != "none":
+        got = {}
+        for n in ("setup.txt", "shared.txt"):
+            try:
+                with open(os.path.join(ws, n)) as f:
+                    got[n] = f.read()
+            except OSError:
+                got[n] = None
+        need(got == {"setup.txt": "setup\n", "shared.txt": "first\n"},
+             "after the release the host workspace has %s, not the hook's and the first process's files"
+             % short(got))
     w = res(c.call("process.wait", {"processId": sp["processId"]}, timeout=15), "process.wait after release")
     left = wait_marked_gone(m, 5)
     need(len(seen) >= 5, "only %d of the 5 marked processes were seen on the host" % len(seen))
@@ -696,8 +914,8 @@ def check_activation(b, c):
     change, undo = ACTIVATION_SETTINGS.get(b.ref, (None, None))
     _, first = b.suite.active(c)
     # A long process on the current instance.
-    sp = res(c.call("process.spawn", b.sh("sleep 1; echo before", stdio={"stdin": "null", "stdout": "pipe",
-                                                                      "stderr": "pipe"})), "spawn before")
+    sp = res(b.spawn(c, b.sh("sleep 1; echo before", stdio={"stdin": "null", "stdout": "pipe",
+                                                            "stderr": "pipe"})), "spawn before")
     act = Conn(SOCK)
     try:
         p = {"backend": b.ref}
@@ -706,7 +924,7 @@ def check_activation(b, c):
         rid = act.request("backend.activate", p)
         time.sleep(0.1)
         # Spawns while the activation runs.
-        during = [c.call("process.exec", b.sh("echo during %d" % i)) for i in range(3)]
+        during = [b.exec(c, b.sh("echo during %d" % i)) for i in range(3)]
         a = act.wait(rid, timeout=60)
     finally:
         act.close()
@@ -718,7 +936,7 @@ def check_activation(b, c):
         rr = res(r, "exec %d during the activation" % i)
         need(rr.get("exitCode") == 0 and out_bytes(rr, "stdout") == b"during %d\n" % i,
              "exec %d during the activation: %s" % (i, short(rr)))
-    r = res(c.call("process.exec", b.sh("echo after")), "exec after the activation")
+    r = res(b.exec(c, b.sh("echo after")), "exec after the activation")
     need(out_bytes(r, "stdout") == b"after\n", "exec after the activation: %s" % short(r))
     need(ar.get("launcher") != first, "the activation did not make a new instance (%s)" % ar.get("launcher"))
     need(r.get("launcher") == ar.get("launcher"),
@@ -750,7 +968,7 @@ def check_lease_pinning(b, c):
              "a process in the lease ran on %s, not on the instance it was acquired on (%s)"
              % (r.get("launcher"), first))
         need(out_bytes(r, "stdout") == b"one\n", "the lease's workspace state was lost: %s" % short(r))
-        r = res(c.call("process.exec", b.sh("true")), "one-shot exec after the activation")
+        r = res(b.exec(c, b.sh("true")), "one-shot exec after the activation")
         need(r.get("launcher") == ar.get("launcher"),
              "a one-shot exec ran on %s, not the new instance %s" % (r.get("launcher"), ar.get("launcher")))
     finally:
@@ -774,6 +992,8 @@ CHECKS = [
     ("cancel", check_cancel),
     ("read-only", check_read_only),
     ("read-write", check_read_write),
+    ("one-shot", check_one_shot),
+    ("cli-run", check_cli_run),
     ("leases", check_leases),
     ("narrowing", check_narrowing),
     ("activation", check_activation),
@@ -805,11 +1025,12 @@ class Suite:
                 print("#   %s" % line, flush=True)
         self.rows.setdefault(ref, []).append((check, status, detail))
 
-    def cli(self, b, *args):
-        """cordon ARGS with the backend's policy file inserted after the subcommand."""
+    def cli(self, b, *args, cwd=None):
+        """cordon ARGS with the backend's policy file inserted after the subcommand, in cwd (the
+        backend's base directory by default: the workspace of cordon run and exec)."""
         args = list(args)
         args[1:1] = ["--policy", b.policy_file]
-        return subprocess.run([CORDON] + args, capture_output=True, timeout=60, cwd=b.base)
+        return subprocess.run([CORDON] + args, capture_output=True, timeout=60, cwd=cwd or b.base)
 
     def active(self, c):
         r = c.call("backend.list", {}, timeout=60)["result"]
@@ -839,7 +1060,15 @@ class Suite:
             t0 = time.time()
             conn = Conn(SOCK)
             try:
-                detail = fn(b, conn)
+                try:
+                    detail = fn(b, conn)
+                finally:
+                    leases, b.leases = b.leases, []
+                # The leases the check's one-shot commands ran in (transfer): released, and a
+                # release that fails fails the check.
+                for sid in leases:
+                    res(call(conn, "sandbox.release", {"sandboxId": sid}, timeout=60),
+                        "sandbox.release of a command's lease")
                 status = OK
             except NotApplicable as e:
                 status, detail = NA, str(e)
@@ -847,6 +1076,8 @@ class Suite:
                 status, detail = FAIL, str(e)
             except Exception as e:  # a broken check is a failure with its cause, never a pass
                 status, detail = FAIL, "%s: %s" % (type(e).__name__, e)
+                if isinstance(e, OSError):
+                    detail += "; controller.log, last lines:\n" + log_tail()
             finally:
                 conn.close()
             dt = time.time() - t0

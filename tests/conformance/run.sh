@@ -16,6 +16,7 @@ REFS=(
 	builtin:auto
 	builtin:host
 	pack:org.cordon.test:test
+	pack:org.cordon.test:transfer
 )
 
 # pack_source ID DIR: assemble the pack ID into DIR (a pack directory as `cordon pack install`
