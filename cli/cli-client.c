@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -28,6 +29,10 @@
 #endif
 
 #define START_TIMEOUT_MS 10000
+/* How long a CLI waits, in all, for a controller to take its connection: another CLI starting
+ * one, or one that is exiting making way for the next. */
+#define CONNECT_DEADLINE_USEC (20ULL * 1000 * 1000)
+#define CONNECT_RETRY_USEC (20ULL * 1000)
 
 static int connect_unix(const char *path)
 {
@@ -111,12 +116,28 @@ static int start_controller(const char *socket_path)
 	safe_close(pipefd[0]);
 	if (n != 1)
 		return -ECHILD;
+	/* 'E': another controller holds the user's lock (starting, or exiting): try again. */
+	return c == 'E' ? -EALREADY : 0;
+}
+
+/* flock() with a deadline: the connect lock is held only for moments. */
+static int lock_until(int fd, int how, unsigned long long deadline)
+{
+	while (flock(fd, how | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (now_usec() >= deadline)
+			return -ETIMEDOUT;
+		(void)usleep(1000);
+	}
 	return 0;
 }
 
 int cli_connect(struct cli *cli)
 {
-	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *path = NULL, *lock_path = NULL;
+	_cleanup_close_ int lock_fd = -1;
+	unsigned long long deadline = now_usec() + CONNECT_DEADLINE_USEC;
 	int fd, r;
 
 	if (cli->socket) {
@@ -129,20 +150,50 @@ int cli_connect(struct cli *cli)
 			return log_error_errno(r, "cannot use the cordon runtime directory: %m");
 	}
 
+	/*
+	 * Every connect happens under the connect lock ("<socket>.connect"): shared for a
+	 * connect, exclusive to start a controller, so that of several CLIs started at once one
+	 * starts it and the others wait for it; and a controller exits when idle only with the
+	 * lock exclusive and no connection pending, so it never drops one made meanwhile.
+	 */
+	lock_path = strdup_printf("%s.connect", path);
+	if (!lock_path)
+		return -ENOMEM;
+	lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lock_fd < 0)
+		return log_error_errno(errno, "cannot open \"%s\": %m", lock_path);
+	r = lock_until(lock_fd, LOCK_SH, deadline);
+	if (r < 0)
+		return log_error_errno(r, "cannot take \"%s\": %m", lock_path);
 	fd = connect_unix(path);
 	if (fd == -ENOENT || fd == -ECONNREFUSED) {
-		r = start_controller(cli->socket ? path : NULL);
-		if (r == -ECHILD)
-			return log_error_errno(r,
-					       "cordon-controller exited before it was ready; its "
-					       "log is ~/.local/state/cordon/controller.log (or "
-					       "run 'cordon controller' to see why)");
+		/* Start one (or wait for the one another CLI is starting). */
+		(void)flock(lock_fd, LOCK_UN);
+		r = lock_until(lock_fd, LOCK_EX, deadline);
 		if (r < 0)
-			return log_error_errno(r, "could not start cordon-controller: %m");
-		fd = connect_unix(path);
+			return log_error_errno(r, "cannot take \"%s\": %m", lock_path);
+		for (;;) {
+			fd = connect_unix(path);
+			if (fd != -ENOENT && fd != -ECONNREFUSED)
+				break;
+			r = start_controller(cli->socket ? path : NULL);
+			if (r == -EALREADY && now_usec() < deadline) {
+				/* One is exiting (or starting without us): it goes, then ours. */
+				(void)usleep(CONNECT_RETRY_USEC);
+				continue;
+			}
+			if (r == -ECHILD)
+				return log_error_errno(
+					r,
+					"cordon-controller exited before it was ready; its log is "
+					"~/.local/state/cordon/controller.log (or run 'cordon "
+					"controller' to see why)");
+			if (r == -EALREADY)
+				r = -ETIMEDOUT;
+			if (r < 0)
+				return log_error_errno(r, "could not start cordon-controller: %m");
+		}
 	}
-	if (fd < 0)
-		return log_error_errno(fd, "cannot connect to the controller at \"%s\": %m", path);
 	r = jsonrpc_conn_new(fd, &cli->conn);
 	if (r < 0)
 		return r;

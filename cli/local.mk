@@ -19,11 +19,13 @@ cordon_LDFLAGS = $(AM_LDFLAGS) $(CLI_LDFLAGS)
 TESTS += \
 	tests/integration/cli-run.sh \
 	tests/integration/cli-sandbox.sh \
+	tests/integration/cli-parallel.sh \
 	tests/integration/cli-persistence.sh
 EXTRA_DIST += \
 	tests/integration/cli-lib.sh \
 	tests/integration/cli-run.sh \
 	tests/integration/cli-sandbox.sh \
+	tests/integration/cli-parallel.sh \
 	tests/integration/cli-persistence.sh
 ## builtin:host refuses what it cannot honour and keeps the wall timeout.
 TESTS += tests/integration/backend-host.sh

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -38,6 +39,7 @@ static void usage(void)
 	       "The per-user cordon controller (see cordon-controller(8)).\n\n"
 	       "  --socket PATH     listen here (default: $XDG_RUNTIME_DIR/cordon/controller.sock)\n"
 	       "  --daemon          started on demand: exit after 10 idle minutes\n"
+	       "  --idle-exit SEC   with --daemon: after SEC idle seconds instead\n"
 	       "  --ready-fd N      write one byte to fd N once listening, then close it\n"
 	       "  -h, --help        show this help\n");
 }
@@ -55,14 +57,32 @@ static int on_signal(struct event_source *s, int fd, uint32_t revents, void *use
 	return 0;
 }
 
+/*
+ * Idle: no client, no process. Exit only with the CLIs' connect lock held exclusively (so no
+ * CLI is between its connect and our accept) and no connection pending; the socket goes first,
+ * so a CLI that comes after finds none and starts the next controller (which waits for our
+ * lock). Otherwise stay: the pending connection is accepted as usual.
+ */
 static int on_idle_check(struct event_source *s, void *userdata)
 {
 	struct controller *c = userdata;
+	_cleanup_free_ char *lock_path = NULL;
+	_cleanup_close_ int lock_fd = -1;
+	struct pollfd pending = { .fd = c->listen_fd, .events = POLLIN };
 
-	if (!c->clients && controller_processes_idle(c)) {
-		log_info("idle: exiting");
-		event_loop_exit(c->host.loop, 0);
-	}
+	if (c->clients || !controller_processes_idle(c))
+		return 0;
+	lock_path = strdup_printf("%s.connect", c->socket_path);
+	lock_fd = lock_path ? open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+	if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) < 0)
+		return 0; /* a CLI is connecting: not now */
+	if (poll(&pending, 1, 0) > 0)
+		return 0;
+	log_info("idle: exiting");
+	(void)unlink(c->socket_path);
+	event_source_free(TAKE_PTR(c->listen_src));
+	c->listen_fd = safe_close(c->listen_fd);
+	event_loop_exit(c->host.loop, 0);
 	return 0;
 }
 
@@ -113,6 +133,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = { { "socket", required_argument, NULL, 's' },
 					      { "daemon", no_argument, NULL, 'd' },
 					      { "ready-fd", required_argument, NULL, 'r' },
+					      { "idle-exit", required_argument, NULL, 'i' },
 					      { "help", no_argument, NULL, 'h' },
 					      {} };
 	struct controller ctl = { .listen_fd = -1, .events_log_fd = -1 };
@@ -121,6 +142,7 @@ int main(int argc, char **argv)
 	const char *socket_opt = NULL;
 	struct event_source *sig_src = NULL, *idle_src = NULL;
 	bool daemon_mode = false;
+	unsigned idle_sec = IDLE_EXIT_USEC / 1000000ULL;
 	int ready_fd = -1, c, r;
 	struct passwd *pw;
 	sigset_t mask;
@@ -142,6 +164,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			(void)fd_set_cloexec(ready_fd, true);
+			break;
+		case 'i':
+			if (safe_atou(optarg, &idle_sec) < 0 || idle_sec == 0) {
+				log_error("--idle-exit needs a number of seconds > 0: \"%s\"",
+					  optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage();
@@ -232,8 +261,8 @@ int main(int argc, char **argv)
 	if (r < 0)
 		return log_error_errno(r, "cannot listen on \"%s\": %m", socket_path), 1;
 	ctl.socket_path = TAKE_PTR(socket_path);
-	if (daemon_mode && event_add_timer(ctl.host.loop, IDLE_EXIT_USEC, true, on_idle_check, &ctl,
-					   &idle_src) < 0)
+	if (daemon_mode && event_add_timer(ctl.host.loop, idle_sec * 1000000ULL, true,
+					   on_idle_check, &ctl, &idle_src) < 0)
 		return 1;
 
 	log_info("listening on \"%s\" (launcher %s)", ctl.socket_path,
