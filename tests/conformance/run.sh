@@ -9,6 +9,9 @@
 # suite runs again as an ordinary user (cordon-test1 when it exists, else nobody) with a
 # controller and user-mode launcher of that user's own. TAP, plus a table backend x check
 # (ok / FAIL / n/a with the reason) in the log. $CONFORMANCE_CHECKS=name,name runs only those.
+# A pack that needs more (an engine's socket, settings): $CORDON_CONFORMANCE_PACKS,
+# $CORDON_CONFORMANCE_PACK_SOCKETS and $CORDON_CONFORMANCE_SETUP below
+# (tests/integration/docker-pack.sh runs the Docker pack this way).
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 # The backends every run checks, one reference a line: a new backend joins here.
@@ -32,7 +35,7 @@ pack_source() {
 	*)
 		# Any other pack: a directory of that name in $CORDON_CONFORMANCE_PACKS.
 		[ -n "${CORDON_CONFORMANCE_PACKS:-}" ] && [ -d "$CORDON_CONFORMANCE_PACKS/$1" ] &&
-			cp -r "$CORDON_CONFORMANCE_PACKS/$1" "$2"
+			mkdir -p "${2%/*}" && cp -r "$CORDON_CONFORMANCE_PACKS/$1" "$2"
 		;;
 	esac
 }
@@ -51,7 +54,11 @@ fi
 # a floor only when root owns it: without root, the host backend is left out (n/a).
 if [ "$(id -u)" = 0 ]; then
 	FLOOR="$TEST_TMP/floor.json"
-	echo '{"hostMode": true}' >"$FLOOR"
+	# $CORDON_CONFORMANCE_PACK_SOCKETS (space-separated paths): host sockets a pack under test
+	# asks for (a container engine's), listed in the floor's packSockets.
+	socks=
+	for s in ${CORDON_CONFORMANCE_PACK_SOCKETS:-}; do socks="$socks${socks:+, }\"$s\""; done
+	echo "{\"hostMode\": true${socks:+, \"packSockets\": [$socks]}}" >"$FLOOR"
 	chmod 0644 "$FLOOR"
 	export CORDON_LAUNCHERD_FLOOR="$FLOOR"
 else
@@ -108,6 +115,13 @@ suite() { # suite WHO BASE: WHO "self" (whoever runs this) or another user's nam
 		[ -d "$id" ] || continue
 		out=$(as "$CORDON" pack install "$id" 2>&1) || diag "$WHO: cordon pack install $id: $out"
 	done
+	# $CORDON_CONFORMANCE_SETUP: a script run as the suite's user once the packs are installed
+	# (its argument: the cordon CLI), e.g. to enable a pack that asks for a host socket and
+	# store the settings its backend needs.
+	if [ -n "${CORDON_CONFORMANCE_SETUP:-}" ]; then
+		out=$(as bash "$CORDON_CONFORMANCE_SETUP" "$CORDON" 2>&1) ||
+			diag "$WHO: $CORDON_CONFORMANCE_SETUP: $out"
+	fi
 	label=$WHO
 	[ "$WHO" = self ] && label=$(id -un)
 	as python3 "$top_srcdir/tests/conformance/conformance.py" --label "$label" "${REFS[@]}"
