@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -75,6 +76,7 @@ struct process {
 	json_t *exec_id; /* exec: the request to answer when done */
 	struct capture out[2];
 	int stdin_fd;
+	bool pty; /* stdin_fd is a pty's master (process.resize) */
 	/* process.write data the pipe has not taken yet (bounded by STDIN_MAX). */
 	char *in_buf;
 	size_t in_len;
@@ -205,6 +207,9 @@ static json_t *process_result(struct process *p, bool with_output)
 		return NULL;
 	if (p->group)
 		json_object_set_new(r, "sandboxId", json_string(p->group));
+	/* Where the command saw its workspace (the host path, a policy's mountAt, a lease's). */
+	if (p->ws_mount)
+		json_object_set_new(r, "mountPoint", json_string(p->ws_mount));
 	if (p->host_exec_created)
 		json_object_set(r, "hostExecutedCreated", p->host_exec_created);
 	if (p->exit) {
@@ -831,6 +836,9 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 		json_object_set_new(stdio, "stdin", json_integer(k));
 		json_object_set_new(stdio, "stdout", json_integer(k));
 		json_object_set_new(stdio, "stderr", json_integer(k));
+		/* Its own terminal: job control, /dev/tty and ^C work inside (the launcher makes
+		 * it the sandbox's controlling terminal, in a session of its own). */
+		json_object_set_new(plan.plan, "controllingTty", json_true());
 	}
 	for (int i = 0; i < 3 && !a.pty; i++) {
 		static const char *const names[3] = { "stdin", "stdout", "stderr" };
@@ -908,6 +916,7 @@ static int process_create(struct controller *c, struct client *cl, json_t *param
 	if (pty_master >= 0) {
 		/* One fd both ways: output is read from it, process.write writes to it. */
 		p->stdin_fd = fd_dup_cloexec(pty_master, 3);
+		p->pty = true;
 		out_r[0] = TAKE_FD(pty_master);
 	} else if (stdin_w >= 0)
 		p->stdin_fd = TAKE_FD(stdin_w);
@@ -1295,6 +1304,31 @@ int method_process_write(struct client *cl, json_t *id, json_t *params, int *fds
 	return client_reply(cl, id,
 			    json_pack("{s:I,s:I}", "written", (json_int_t)len, "pending",
 				      (json_int_t)p->in_len));
+}
+
+/* A pty's window size: TIOCSWINSZ on the master (the kernel sends SIGWINCH to the foreground
+ * process group inside). */
+int method_process_resize(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	static const char *const keys[] = { "processId", "rows", "cols", NULL };
+	struct process *p = lookup(cl, id, params, keys);
+	struct field_error fe = { 0 };
+	uint64_t rows, cols;
+	struct winsize ws;
+
+	if (!p)
+		return 0;
+	if (ipc_json_get_uint64(params, "rows", true, 1, UINT16_MAX, "params", &rows, &fe) < 0 ||
+	    ipc_json_get_uint64(params, "cols", true, 1, UINT16_MAX, "params", &cols, &fe) < 0)
+		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
+	if (!p->pty || p->stdin_fd < 0)
+		return client_reply_error(cl, id, CORDON_ERR_NOT_FOUND,
+					  "this process has no terminal (spawn it with pty)", NULL);
+	ws = (struct winsize){ .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
+	if (ioctl(p->stdin_fd, TIOCSWINSZ, &ws) < 0)
+		return client_reply_error(cl, id, CORDON_ERR_NOT_FOUND,
+					  "the process's terminal is gone", NULL);
+	return client_reply(cl, id, json_object());
 }
 
 int method_process_close_stdin(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)

@@ -61,6 +61,7 @@ print-install-dirs:
 	@echo 'sysconfdir=$(sysconfdir)'
 	@echo 'mandir=$(mandir)'
 	@echo 'docdir=$(docdir)'
+	@echo 'pkgdatadir=$(pkgdatadir)'
 if HAVE_SYSTEMD_SYSTEM_UNITS
 	@echo 'systemdsystemunitdir=$(systemdsystemunitdir)'
 endif

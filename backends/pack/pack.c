@@ -259,7 +259,8 @@ static void on_exited(struct pack_inst *pi, json_t *params)
 	}
 	exit = json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox", sandbox, "pid", 0,
 			 "exitCode", (int)code, "signal", (int)sig, "reason", reason,
-			 "durationUsec", (json_int_t)dur, "limits", "pids", false, "memory", false);
+			 "durationUsec", (json_int_t)dur, "limits", "pids", false, "memory",
+			 streq(reason, "memory"));
 	if (exit)
 		pi->bi->host->exited(pi->bi->host, pi->bi, sandbox, exit);
 }

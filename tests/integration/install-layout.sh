@@ -41,12 +41,13 @@ ok $? "make print-install-dirs: every install directory is absolute"
 [ -z "$relative" ] || diag "not absolute: $relative"
 while IFS='=' read -r k v; do
 	case $k in
-	bindir | libexecdir | sysconfdir | mandir | docdir | systemdsystemunitdir | \
+	bindir | libexecdir | sysconfdir | mandir | docdir | pkgdatadir | systemdsystemunitdir | \
 		systemduserunitdir | sysusersdir | selinuxpackagedir | file_caps)
 		eval "$k=\$v" ;;
 	esac
 done <"$tmp/dirs"
 : "${bindir:?}" "${libexecdir:?}" "${sysconfdir:?}" "${mandir:?}" "${docdir:?}" "${file_caps:?}"
+: "${pkgdatadir:?}"
 
 dest="$tmp/root"
 submake -C "$top_builddir" install DESTDIR="$dest" >"$tmp/install.log" 2>&1
@@ -67,6 +68,11 @@ launcherd_mode=0755
 	echo "0644 $mandir/man8/cordon-controller.8"
 	echo "0644 $mandir/man8/cordon-launcherd.8"
 	echo "0644 $docdir/README.md"
+	# The packs shipped in this tree, each a directory `cordon pack install` takes.
+	echo "0755 $pkgdatadir/packs/docker/cordon-docker-pack"
+	echo "0644 $pkgdatadir/packs/docker/pack.json"
+	echo "0755 $pkgdatadir/packs/e2b/cordon-e2b-pack"
+	echo "0644 $pkgdatadir/packs/e2b/pack.json"
 	if [ -n "${systemdsystemunitdir:-}" ]; then
 		echo "0644 $systemdsystemunitdir/cordon-launcherd.service"
 		echo "0644 $systemdsystemunitdir/cordon-launcherd.socket"
