@@ -160,13 +160,15 @@ int cli_connect(struct cli *cli)
 	if (!lock_path)
 		return -ENOMEM;
 	lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (lock_fd < 0)
-		return log_error_errno(errno, "cannot open \"%s\": %m", lock_path);
-	r = lock_until(lock_fd, LOCK_SH, deadline);
-	if (r < 0)
-		return log_error_errno(r, "cannot take \"%s\": %m", lock_path);
+	/* A socket we cannot lock beside (another user's, given with --socket) is only
+	 * connected to: nothing of ours starts there. */
+	if (lock_fd >= 0) {
+		r = lock_until(lock_fd, LOCK_SH, deadline);
+		if (r < 0)
+			return log_error_errno(r, "cannot take \"%s\": %m", lock_path);
+	}
 	fd = connect_unix(path);
-	if (fd == -ENOENT || fd == -ECONNREFUSED) {
+	if (lock_fd >= 0 && (fd == -ENOENT || fd == -ECONNREFUSED)) {
 		/* Start one (or wait for the one another CLI is starting). */
 		(void)flock(lock_fd, LOCK_UN);
 		r = lock_until(lock_fd, LOCK_EX, deadline);
