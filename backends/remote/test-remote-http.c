@@ -170,7 +170,8 @@ int main(void)
 		atomic_store(&cancel, true);
 		r = call(c, "GET", "/v2/sandboxes", NULL, true, &resp, err, sizeof(err));
 		ok(r == -ECANCELED && now() - t0 < 5,
-		   "a cancelled client stops at once, no 30 s Retry-After waited (%.2f s)", now() - t0);
+		   "a cancelled client stops at once, no 30 s Retry-After waited (%.2f s)",
+		   now() - t0);
 		rhttp_response_done(&resp);
 		c = rhttp_client_free(c);
 	}
