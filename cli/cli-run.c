@@ -4,7 +4,8 @@
  * to start the command, and exit with its status.
  *
  *   run:  the command gets this terminal's stdin/stdout/stderr (passed as fds); signals that
- *         reach the CLI (Ctrl-C, kill) are forwarded to the sandboxed process.
+ *         reach the CLI (Ctrl-C, kill) are forwarded to the sandboxed process. On a terminal
+ *         (or with -t) it gets a pseudo-terminal of its own instead, relayed (cli-tty.c).
  *   exec: output is captured by the controller (capped at maxOutputBytes per stream) and printed
  *         afterwards, or returned whole as JSON with --json.
  */
@@ -56,6 +57,9 @@ static void run_usage(bool capture)
 	       "  --max-output BYTES     capture at most BYTES of each stream (exec)\n"
 	       "  --detach               (run) keep running when this CLI exits; print the id\n"
 	       "                         (its stdio is /dev/null)\n"
+	       "  -t, --tty              (run) give the command a terminal of its own (the\n"
+	       "                         default when stdin and stdout are terminals)\n"
+	       "  -T, --no-tty           (run) no terminal: the command gets this stdio as is\n"
 	       "  --json                 print the result as JSON\n"
 	       "  -h, --help             show this help\n\n"
 	       "Exit status: the command's own (128+N if signal N ended it); 120 policy refused,\n"
@@ -459,7 +463,7 @@ static bool needs_lease(json_t *error)
 }
 
 /* Run (or exec) the command the request describes; its exit status, or RUN_NEEDS_LEASE. */
-static int run_command(struct cli *cli, json_t *params, bool capture, bool detach,
+static int run_command(struct cli *cli, json_t *params, bool capture, bool detach, bool tty,
 		       const char *sandbox, unsigned long long t_start)
 {
 	_cleanup_json_ json_t *result = NULL, *error = NULL;
@@ -507,6 +511,10 @@ static int run_command(struct cli *cli, json_t *params, bool capture, bool detac
 				    json_pack("{s:s,s:s,s:s}", "stdin", "null", "stdout", "null",
 					      "stderr", "null"));
 		json_object_set_new(params, "detached", json_true());
+	} else if (tty) {
+		/* A terminal of its own: the controller's pty, relayed by us (no fds). */
+		json_object_del(params, "stdio");
+		json_object_set_new(params, "pty", json_true());
 	} else
 		json_object_set_new(params, "stdio",
 				    json_pack("{s:i,s:i,s:i}", "stdin", 0, "stdout", 1, "stderr",
@@ -523,7 +531,7 @@ static int run_command(struct cli *cli, json_t *params, bool capture, bool detac
 		(void)sigprocmask(SIG_BLOCK, &mask, NULL);
 	}
 	r = cli_call(cli, "process.spawn", json_incref(params), (const int[]){ 0, 1, 2 },
-		     detach ? 0 : 3, &result, &error, on_notify, &st);
+		     detach || tty ? 0 : 3, &result, &error, on_notify, &st);
 	if (r == -EREMOTEIO && !sandbox && !detach && needs_lease(error))
 		return RUN_NEEDS_LEASE;
 	if (r == -EREMOTEIO)
@@ -541,7 +549,18 @@ static int run_command(struct cli *cli, json_t *params, bool capture, bool detac
 			printf("%s\n", st.process_id);
 		return CLI_EXIT_OK;
 	}
-	r = wait_forwarding_signals(cli, &st);
+	if (tty) {
+		int sig = 0;
+
+		r = cli_tty_relay(cli, st.process_id, &st.exit, &sig);
+		if (r >= 0 && sig > 0) {
+			/* Our own end (killed, or our terminal hung up): the terminal is restored;
+			 * the command goes with our connection. */
+			json_decref(st.exit);
+			return 128 + sig;
+		}
+	} else
+		r = wait_forwarding_signals(cli, &st);
 	if (r < 0) {
 		log_error_errno(r, "lost the controller while waiting for the command: %m");
 		return CLI_EXIT_UNAVAILABLE;
@@ -564,7 +583,7 @@ static int run_command(struct cli *cli, json_t *params, bool capture, bool detac
  * or the policy says), released at the end, which brings the changes back. What could not be
  * applied (conflicts, refused paths) is said on stderr.
  */
-static int run_in_lease(struct cli *cli, json_t *params, bool capture, const char *name,
+static int run_in_lease(struct cli *cli, json_t *params, bool capture, bool tty, const char *name,
 			unsigned long long t_start)
 {
 	_cleanup_json_ json_t *acq = json_object(), *result = NULL, *error = NULL;
@@ -607,7 +626,7 @@ static int run_in_lease(struct cli *cli, json_t *params, bool capture, const cha
 	json_object_del(params, "policy");
 	json_object_del(params, "policyPatch");
 	json_object_set_new(params, "sandbox", json_string(id));
-	status = run_command(cli, params, capture, false, id, t_start);
+	status = run_command(cli, params, capture, false, tty, id, t_start);
 
 	json_decref(TAKE_PTR(result));
 	json_decref(TAKE_PTR(error));
@@ -647,12 +666,16 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 		OPT_SANDBOX,
 		OPT_DETACH,
 		OPT_JSON,
+		OPT_TTY = 't',
+		OPT_NO_TTY = 'T',
 	};
 	static const struct option opts[] = { CLI_POLICY_OPTIONS,
 					      { "cwd", required_argument, NULL, OPT_CWD },
 					      { "sandbox", required_argument, NULL, OPT_SANDBOX },
 					      { "detach", no_argument, NULL, OPT_DETACH },
 					      { "json", no_argument, NULL, OPT_JSON },
+					      { "tty", no_argument, NULL, OPT_TTY },
+					      { "no-tty", no_argument, NULL, OPT_NO_TTY },
 					      { "help", no_argument, NULL, 'h' },
 					      {} };
 	const char *name = capture ? "exec" : "run";
@@ -662,13 +685,13 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 	_cleanup_free_ char *cwd = NULL;
 	const char *cwd_in = NULL, *sandbox = NULL;
 	unsigned long long t_start = now_usec(), t_connected;
-	bool detach = false;
-	int c, r;
+	bool detach = false, tty;
+	int c, r, tty_opt = -1; /* -1: as the terminal says; 0 -T; 1 -t */
 
 	if (cli_policy_opts_init(&po, name) < 0 || !params || !cmd || !env)
 		return log_error_errno(ENOMEM, "out of memory"), CLI_EXIT_FAILURE;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, capture ? "+h" : "+htT", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'h':
 			run_usage(capture);
@@ -687,6 +710,13 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 		case OPT_JSON:
 			cli->json = true;
 			break;
+		case OPT_TTY:
+		case OPT_NO_TTY:
+			if (capture) /* exec captures: no terminal to give */
+				return cli_usage_error(name, "a terminal goes with run, not exec",
+						       c == OPT_TTY ? "--tty" : "--no-tty");
+			tty_opt = c == OPT_TTY;
+			break;
 		default:
 			if (c >= CLI_OPT_POLICY && c < CLI_OPT_POLICY_END) {
 				r = cli_policy_option(&po, c, optarg);
@@ -704,6 +734,8 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 	}
 	if (detach && capture)
 		return cli_usage_error(name, "--detach goes with run, not exec", "--detach");
+	if (detach && tty_opt == 1)
+		return cli_usage_error(name, "a detached command has no terminal", "--tty");
 	if (sandbox && po.policy)
 		return cli_usage_error(
 			name,
@@ -743,8 +775,11 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 		return CLI_EXIT_UNAVAILABLE;
 	t_connected = now_usec();
 	log_debug("connected after %llu us", t_connected - t_start);
-	r = run_command(cli, params, capture, detach, sandbox, t_start);
+	/* A terminal of its own: asked for, or ours is one both ways (not when detached). */
+	tty = !capture && !detach &&
+	      (tty_opt == 1 || (tty_opt < 0 && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)));
+	r = run_command(cli, params, capture, detach, tty, sandbox, t_start);
 	if (r == RUN_NEEDS_LEASE)
-		r = run_in_lease(cli, params, capture, name, t_start);
+		r = run_in_lease(cli, params, capture, tty, name, t_start);
 	return r;
 }

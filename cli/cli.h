@@ -121,6 +121,14 @@ int cli_usage_error(const char *cmd, const char *what, const char *arg);
 
 /* Subcommands. */
 int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture);
+
+/*
+ * cli-tty.c: relay a process spawned with a pty (this terminal in raw mode while it runs) until
+ * its exit notification (*ret_exit) or a signal that ends the CLI (*ret_signal: SIGTERM,
+ * SIGHUP, SIGINT, SIGQUIT). The terminal is restored on return, and at exit whatever happens.
+ */
+int cli_tty_relay(struct cli *cli, const char *process_id, json_t **ret_exit, int *ret_signal);
+void cli_tty_restore(void);
 int cli_cmd_sandbox(struct cli *cli, int argc, char **argv);
 int cli_cmd_ps(struct cli *cli, int argc, char **argv);
 int cli_cmd_kill(struct cli *cli, int argc, char **argv);

@@ -5,6 +5,7 @@ cordon_SOURCES = \
 	%reldir%/cli-main.c \
 	%reldir%/cli-client.c \
 	%reldir%/cli-run.c \
+	%reldir%/cli-tty.c \
 	%reldir%/cli-sandbox.c \
 	%reldir%/cli-cmds.c \
 	%reldir%/cli-pack.c \
@@ -20,9 +21,11 @@ TESTS += \
 	tests/integration/cli-run.sh \
 	tests/integration/cli-sandbox.sh \
 	tests/integration/cli-parallel.sh \
-	tests/integration/cli-persistence.sh
+	tests/integration/cli-persistence.sh \
+	tests/integration/cli-tty.sh
 EXTRA_DIST += \
 	tests/integration/cli-lib.sh \
+	tests/integration/cli-tty.sh \
 	tests/integration/cli-run.sh \
 	tests/integration/cli-sandbox.sh \
 	tests/integration/cli-parallel.sh \

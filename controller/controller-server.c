@@ -25,6 +25,7 @@ static const struct controller_method methods[] = {
 	{ "process.exec", method_process_exec },
 	{ "process.spawn", method_process_spawn },
 	{ "process.write", method_process_write },
+	{ "process.resize", method_process_resize },
 	{ "process.closeStdin", method_process_close_stdin },
 	{ "process.signal", method_process_signal },
 	{ "process.wait", method_process_wait },

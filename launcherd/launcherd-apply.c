@@ -22,6 +22,7 @@
 
 #include <linux/securebits.h>
 #include <sys/capability.h>
+#include <sys/ioctl.h>
 
 #include "common/system.h"
 #include "common/util.h"
@@ -387,8 +388,10 @@ _noreturn_ static void run_init(const char *id, pid_t child, int report_fd)
  *                 has none, so ours has none either); here a process group of our own, so that
  *                 kill(0, …) reaches nothing but the sandbox. Not setsid(): with autogroup
  *                 scheduling every new session allocates a task group (≈0.1 ms, multi-ms
- *                 tails). Also restore the signal mask launcherd blocks for its signalfd
- *                 (not in a light spawn: there every signal stays blocked until exec).
+ *                 tails). Unless the plan asks for a controlling terminal (controllingTty):
+ *                 then setsid() and TIOCSCTTY on its stdio terminal, the requester's own (see
+ *                 there). Also restore the signal mask launcherd blocks for its signalfd (not
+ *                 in a light spawn: there every signal stays blocked until exec).
  *  rlimit         while we may still raise hard limits: the requester's own (privileged
  *                 mode; launcherd's may be higher, and an admin's per-user limits must hold
  *                 in the sandbox too), then the plan's, never above the requester's hard ones.
@@ -523,8 +526,26 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	/* session. Light: every signal stays blocked (launcherd cloned us so) until our exec:
 	 * a handler of launcherd's must never run here, in launcherd's memory; the init keeps
 	 * them blocked and its command unblocks them. */
-	if (setpgid(0, 0) < 0)
+	if (!plan->controlling_tty && setpgid(0, 0) < 0)
 		fail(ctx, STEP_SESSION, errno, -1);
+	/* controllingTty: a session of our own (we lead it and its process group), and the
+	 * plan's stdio terminal as its controlling terminal, so that the command inside gets job
+	 * control, /dev/tty and the signals of its line discipline. Why this is safe: the
+	 * terminal is an fd the requester sent us (its own, in practice the slave of a pty its
+	 * controller made); we are pid 1 of a pid namespace of our own, so the session's signals
+	 * (^C, ^Z, a hangup) reach nothing but the sandbox; TIOCSCTTY's argument 0 steals no
+	 * terminal that is another session's already (the kernel refuses, even to root); and the
+	 * floor filter still denies TIOCSTI/TIOCLINUX, so the sandbox cannot type into it. Here,
+	 * before identity: the session outlives the uid switch, the light init's exec and the
+	 * command's fork alike, and the sandbox can neither steal nor give it away. */
+	if (plan->controlling_tty) {
+		int tty = ctx->fds[plan->stdio[0]];
+
+		if (!isatty(tty))
+			fail(ctx, STEP_SESSION, ENOTTY, -1);
+		if (setsid() < 0 || ioctl(tty, TIOCSCTTY, 0) < 0)
+			fail(ctx, STEP_SESSION, errno, -1);
+	}
 	/* A signal launcherd ignores (SIGPIPE: its unit, or the controller that started it in
 	 * user mode) would stay ignored through execve into the command, which then never dies
 	 * of a broken pipe. Every disposition goes back to the default. Safe: it changes only

@@ -374,6 +374,8 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 	if (r >= 0 && plan->mount_ns >= 0 && !fd_is_mount_ns(fds[plan->mount_ns]))
 		r = field_error_set(&fe, -EINVAL, "plan", "mountNamespace",
 				    "fd %d is not a mount namespace", plan->mount_ns);
+	if (r >= 0)
+		r = plan_check_fds(plan, fds, n_fds, &fe);
 	if (r < 0) {
 		r = send_field_error(c, seq, "invalid-plan", r, &fe);
 		goto done;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "ipc/ipc-fdpass.h"
@@ -575,10 +576,10 @@ static int parse_network(json_t *j, struct plan *p, struct field_error *err)
 int plan_parse(json_t *j, size_t n_fds, struct plan **ret, struct field_error *err)
 {
 	static const char *const keys[] = {
-		"argv",	   "envp",	"cwd",	     "hostname",	 "stdio",
-		"mounts",  "landlock",	"seccomp",   "rlimits",		 "cgroup",
-		"network", "proxyPort", "timeoutMs", "dieWithRequester", "mountNamespace",
-		NULL,
+		"argv",		  "envp",      "cwd",	    "hostname",		"stdio",
+		"mounts",	  "landlock",  "seccomp",   "rlimits",		"cgroup",
+		"network",	  "proxyPort", "timeoutMs", "dieWithRequester", "mountNamespace",
+		"controllingTty", NULL,
 	};
 	_cleanup_plan_ struct plan *p = NULL;
 	int r;
@@ -619,8 +620,27 @@ int plan_parse(json_t *j, size_t n_fds, struct plan **ret, struct field_error *e
 					&p->timeout_ms, err);
 	if (r >= 0)
 		r = ipc_json_get_bool(j, "dieWithRequester", false, P, &p->die_with_requester, err);
+	if (r >= 0)
+		r = ipc_json_get_bool(j, "controllingTty", false, P, &p->controlling_tty, err);
 	if (r < 0)
 		return r;
+	/* A controlling terminal is the one the command's stdio is: one fd, all three. That it
+	 * is a terminal at all is checked on the fd itself (plan_check_fds(), and again by the
+	 * kernel at TIOCSCTTY in the child). */
+	if (p->controlling_tty &&
+	    (p->stdio[0] < 0 || p->stdio[1] != p->stdio[0] || p->stdio[2] != p->stdio[0]))
+		return field_error_set(err, -EINVAL, P, "controllingTty",
+				       "needs stdio.stdin, stdout and stderr to be the same fd");
 	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+int plan_check_fds(const struct plan *p, const int *fds, size_t n_fds, struct field_error *err)
+{
+	if (!p->controlling_tty)
+		return 0;
+	if (p->stdio[0] < 0 || (size_t)p->stdio[0] >= n_fds || !isatty(fds[p->stdio[0]]))
+		return field_error_set(err, -ENOTTY, P, "controllingTty",
+				       "stdio.stdin is not a terminal");
 	return 0;
 }

@@ -106,10 +106,15 @@ struct plan {
 	uint16_t proxy_port;
 	uint64_t timeout_ms;
 	bool die_with_requester;
+	/* stdin, stdout and stderr are one fd, a terminal: it becomes the sandbox's controlling
+	 * terminal (a session of its own; launcherd-apply.c, session step) */
+	bool controlling_tty;
 };
 
 /* Parse and validate. n_fds is how many fds came with the message: every index must be below. */
 int plan_parse(json_t *j, size_t n_fds, struct plan **ret, struct field_error *err);
+/* The checks that need the fds themselves (controllingTty: a terminal). */
+int plan_check_fds(const struct plan *p, const int *fds, size_t n_fds, struct field_error *err);
 void plan_free(struct plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct plan *, plan_free);
 #define _cleanup_plan_ _cleanup_(plan_freep)

@@ -92,6 +92,8 @@ static void check_plan(const struct plan *p, size_t n_fds)
 		check(eq && eq != p->envp[i]);
 	}
 	check(p->cwd && path_is_normalized(p->cwd));
+	check(!p->controlling_tty ||
+	      (p->stdio[0] >= 0 && p->stdio[1] == p->stdio[0] && p->stdio[2] == p->stdio[0]));
 	n = p->hostname ? strlen(p->hostname) : 0;
 	check(n >= 1 && n <= PLAN_HOSTNAME_MAX);
 	for (size_t i = 0; i < ELEMENTSOF(p->stdio); i++)

@@ -54,7 +54,8 @@ del(.mounts[0].source)|plan.mounts[0].source
 .timeoutMs = -5|plan.timeoutMs
 .dieWithRequester = "yes"|plan.dieWithRequester
 .privileged = true|plan.privileged
-.uid = 0|plan.uid'
+.uid = 0|plan.uid
+.controllingTty = true|plan.controllingTty'
 n_cases=$(echo "$cases" | wc -l)
 plan $((n_cases + 10))
 
