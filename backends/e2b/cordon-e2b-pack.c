@@ -1215,6 +1215,12 @@ static void *keepalive_main(void *ud)
 		for (struct lease *l = leases; l && n < ELEMENTSOF(ids); l = l->next)
 			memcpy(ids[n++], l->sandbox, 64);
 		pthread_mutex_unlock(&table_lock);
+		/* A client of its own for the renewals, made now: the one made at the thread's
+		 * start predates configure, and so the API key. */
+		struct rhttp_client *rc = NULL;
+
+		if (n > 0 && client_new(20000, &rc) < 0)
+			continue;
 		for (size_t i = 0; i < n; i++) {
 			_cleanup_free_ char *path = strdup_printf("/sandboxes/%s/timeout", ids[i]);
 			_cleanup_json_ json_t *b = json_pack("{s:i}", "timeout", (int)sandbox_ttl);
@@ -1222,9 +1228,10 @@ static void *keepalive_main(void *ud)
 			char msg[256];
 
 			if (path && b &&
-			    api(c, "POST", path, b, true, &resp, msg, sizeof(msg)) == 0)
+			    api(rc, "POST", path, b, true, &resp, msg, sizeof(msg)) == 0)
 				rhttp_response_done(&resp);
 		}
+		(void)rhttp_client_free(rc);
 	}
 	rhttp_client_free(c);
 	return NULL;

@@ -73,6 +73,8 @@ launcherd_mode=0755
 	echo "0644 $pkgdatadir/packs/docker/pack.json"
 	echo "0755 $pkgdatadir/packs/e2b/cordon-e2b-pack"
 	echo "0644 $pkgdatadir/packs/e2b/pack.json"
+	echo "0755 $pkgdatadir/packs/daytona/cordon-daytona-pack"
+	echo "0644 $pkgdatadir/packs/daytona/pack.json"
 	if [ -n "${systemdsystemunitdir:-}" ]; then
 		echo "0644 $systemdsystemunitdir/cordon-launcherd.service"
 		echo "0644 $systemdsystemunitdir/cordon-launcherd.socket"
