@@ -961,15 +961,119 @@ static int check_engine(char *err, size_t err_size)
 	path = strdup_printf("/images/%s/json", image);
 	s = path ? engine("GET", path, NULL, 10000, &img, err, err_size) : -ENOMEM;
 	if (s == 404) {
-		(void)snprintf(err, err_size,
-			       "the engine has no image \"%s\" (this pack never pulls: load or "
-			       "build it on the engine first)",
+		(void)snprintf(err, err_size, "the engine has no image \"%s\" (prepare pulls it)",
 			       image);
 		return -ENOENT;
 	}
 	if (s != 200)
 		return s < 0 ? (int)s : -EIO;
 	return 0;
+}
+
+/* A pull's answer: JSON objects one after another (progress, then an error or the end). */
+struct pull {
+	char line[8192];
+	size_t len;
+	char last[512];
+	char error[512];
+};
+
+static void pull_line(struct pull *p)
+{
+	_cleanup_json_ json_t *j = json_loads(p->line, 0, NULL);
+	const char *st = json_string_value(json_object_get(j, "status"));
+	const char *e = json_string_value(json_object_get(j, "error"));
+	/* A refused request's answer is one object with "message". */
+	const char *m = json_string_value(json_object_get(j, "message"));
+	const char *lid = json_string_value(json_object_get(j, "id"));
+	char msg[512];
+
+	if (e || m) {
+		(void)snprintf(p->error, sizeof(p->error), "%s", e ? e : m);
+		return;
+	}
+	if (!st)
+		return;
+	/* A layer's byte counts change many times a second: one line per status of a layer. */
+	(void)snprintf(msg, sizeof(msg), "%s%s%s", lid ? lid : "", lid ? ": " : "", st);
+	if (streq(msg, p->last))
+		return;
+	(void)snprintf(p->last, sizeof(p->last), "%s", msg);
+	fprintf(stderr, "cordon-docker-pack: pulling %s: %s\n", image, msg);
+}
+
+static size_t pull_write(char *d, size_t size, size_t n, void *ud)
+{
+	struct pull *p = ud;
+	size_t k = size * n;
+
+	for (size_t i = 0; i < k; i++) {
+		if (d[i] == '\n' || d[i] == '\r') {
+			p->line[p->len] = '\0';
+			if (p->len)
+				pull_line(p);
+			p->len = 0;
+		} else if (p->len + 1 < sizeof(p->line))
+			p->line[p->len++] = d[i];
+	}
+	return k;
+}
+
+/*
+ * Pull the configured image (POST /images/create), its progress logged line by line on stderr
+ * (the controller's log: the pack protocol has no progress notification). Bounded by prepare's
+ * own timeout; any failure names the image.
+ */
+static int pull_image(char *err, size_t err_size)
+{
+	_cleanup_free_ char *url = NULL;
+	struct pull *p = calloc(1, sizeof(*p));
+	CURL *c = curl_easy_init();
+	char *q = NULL;
+	CURLcode cr = CURLE_OUT_OF_MEMORY;
+	long status = 0;
+
+	if (c && p)
+		q = curl_easy_escape(c, image, 0);
+	if (q)
+		url = strdup_printf("http://docker/v%s/images/create?fromImage=%s", api, q);
+	if (url) {
+		fprintf(stderr, "cordon-docker-pack: pulling %s\n", image);
+		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, sock_path);
+		curl_easy_setopt(c, CURLOPT_URL, url);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pull_write);
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, p);
+		curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 110000L);
+		cr = curl_easy_perform(c);
+		if (cr == CURLE_OK)
+			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		if (p->len) {
+			p->line[p->len] = '\0';
+			pull_line(p);
+		}
+	}
+	if (cr != CURLE_OK)
+		(void)snprintf(err, err_size, "the image \"%s\" could not be pulled: %s", image,
+			       cr == CURLE_OPERATION_TIMEDOUT
+				       ? "not done within the preparation's time (pull it on the "
+					 "engine first)"
+				       : curl_easy_strerror(cr));
+	else if (status != 200 || *p->error)
+		(void)snprintf(err, err_size, "the image \"%s\" could not be pulled: %s", image,
+			       *p->error ? p->error : "the engine refused the pull");
+	if (cr == CURLE_OK && status == 200 && !*p->error)
+		fprintf(stderr, "cordon-docker-pack: pulled %s\n", image);
+	else
+		fprintf(stderr, "cordon-docker-pack: %s\n", err);
+	curl_free(q);
+	if (c)
+		curl_easy_cleanup(c);
+	status = cr == CURLE_OK && status == 200 && !*p->error ? 0 : -ENOENT;
+	free(p);
+	return (int)status;
 }
 
 static void do_configure(json_t *id, json_t *params)
@@ -998,6 +1102,12 @@ static void do_prepare(json_t *id)
 	char err[1024] = "";
 	int r = check_engine(err, sizeof(err));
 
+	/* A missing image is pulled (isAvailable only reports it). */
+	if (r == -ENOENT && *image) {
+		r = pull_image(err, sizeof(err));
+		if (r >= 0)
+			r = check_engine(err, sizeof(err));
+	}
 	if (r >= 0)
 		r = remove_leftovers(err, sizeof(err));
 	if (r < 0)

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # The Docker pack (backends/docker/) against a real engine this test starts (dockerd from
 # Debian's docker.io, private state and socket, no bridge, an image built from this host's
-# busybox: nothing reaches a registry): installed with the test's socket in its manifest and the
-# floor's packSockets, activated with the image, then a command's output and exit code, stdin,
+# busybox: nothing reaches a registry; a pull goes to a closed loopback port): installed with
+# the test's socket in its manifest and the floor's packSockets, activated with the image, then a command's output and exit code, stdin,
 # a missing command, a timeout, the memory and pids limits, a read-only workspace, a lease's two
 # commands in one container (timeout and kill in it, a read-only command refused in a read-write
 # lease), a path with a colon, the owner of what a command writes (as an ordinary user), the
 # containers a killed pack process left removed when the pack starts again, the conformance
-# suite on the pack, and an engine stopped mid-run (an error, not a hang). Skipped when no engine can be started, unless
-# CORDON_MUST_WORK=1.
+# suite on the pack, and an engine stopped mid-run (an error, not a hang). With
+# CORDON_DOCKER_PODMAN=1, all of it again against podman's Docker-compatible API (`podman system
+# service`, private state, runc): a nested run of this script with CORDON_DOCKER_ENGINE=podman
+# (which alone runs that engine only). Not by default yet: the pack does not pass on podman 4.3
+# (backends/docker/README.md).
+# An engine that cannot be started is a skip, unless CORDON_MUST_WORK=1.
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 . "$top_srcdir/tests/helpers/docker-engine.sh"
 
@@ -18,8 +22,15 @@ PACK_EXE="$top_builddir/backends/docker/cordon-docker-pack"
 command -v python3 >/dev/null || skip_all "python3 missing"
 [ "$(id -u)" = 0 ] || skip_all "the engine and the admin floor need root"
 
+ENGINE=${CORDON_DOCKER_ENGINE:-docker}
 trap 'docker_engine_stop; cleanup' EXIT
-docker_engine_start "$TEST_TMP/engine" || skip_all "no Docker engine could be started (docker.io)"
+if [ "$ENGINE" = podman ]; then
+	podman_engine_start "$TEST_TMP/engine" ||
+		skip_all "no podman engine could be started (podman, runc)"
+else
+	docker_engine_start "$TEST_TMP/engine" ||
+		skip_all "no Docker engine could be started (docker.io)"
+fi
 IMAGE=cordon-test:latest
 docker_engine_image "$IMAGE" || skip_all "the test image could not be imported"
 SOCK=$DOCKER_ENGINE_SOCK REF=pack:org.cordon.docker:docker
@@ -50,10 +61,17 @@ out=$("$CORDON" pack install "$SRC" 2>&1)
 case "$out" in *"host socket engine: $SOCK"*) true ;; *) false ;; esac
 ok $? "the pack installs and says it asks for the engine's socket ($out)"
 "$CORDON" pack enable org.cordon.docker >/dev/null 2>&1
-out=$("$CORDON" backend activate "$REF" --set image=nosuch:image --set socket="$SOCK" 2>&1)
+# A missing image is pulled at prepare; its registry here is a closed loopback port (nothing
+# leaves the host): the activation fails with an error naming the image, and nothing else is
+# tried (no other image appears on the engine).
+MISSING=127.0.0.1:9/cordon-nosuch:image
+t0=$SECONDS
+out=$("$CORDON" backend activate "$REF" --set image=$MISSING --set socket="$SOCK" 2>&1)
 rc=$?
-[ $rc -ne 0 ] && case "$out" in *nosuch:image*) true ;; *) false ;; esac
-ok $? "an image the engine lacks fails the activation, naming it, and nothing is pulled ($out)"
+[ $rc -ne 0 ] && case "$out" in *"$MISSING"*"could not be pulled"*) true ;; *) false ;; esac
+ok $? "a missing image is pulled, and offline that fails naming it (exit $rc, $((SECONDS - t0)) s: $out)"
+n=$(curl -s --unix-socket "$SOCK" http://d/images/json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+is 1 "$n" "the engine still holds only the test's image"
 out=$("$CORDON" backend activate "$REF" --set image="$IMAGE" --set socket="$SOCK" 2>&1)
 ok $? "activated with the image ($out)"
 
@@ -200,6 +218,26 @@ else
 	rc=$?
 	[ $rc -ne 0 ]
 	ok $? "the engine stopped mid-run: the command ends with an error (exit $rc, $((SECONDS - t0)) s)"
+fi
+
+# The same checks against podman: a nested run, its results renumbered into this one's.
+if [ -z "${CORDON_DOCKER_ENGINE:-}" ] && [ "${CORDON_DOCKER_PODMAN:-0}" = 1 ]; then
+	docker_engine_stop
+	cd "$top_builddir" || exit 1
+	nested=$(CORDON_DOCKER_ENGINE=podman bash "$0" 2>&1)
+	rc=$?
+	failed=$TAP_FAILED
+	while IFS= read -r line; do
+		case "$line" in
+		"ok "*" # SKIP "*) na "podman: ${line#* # SKIP }" ;;
+		"ok "*) ok 0 "podman: ${line#ok * - }" ;;
+		"not ok "*) ok 1 "podman: ${line#not ok * - }" ;;
+		"1..0 # SKIP "*) skip "podman: ${line#1..0 # SKIP }" ;;
+		"1.."*) ;;
+		*) printf '%s\n' "$line" ;;
+		esac
+	done <<<"$nested"
+	[ $rc -ne 0 ] && [ "$TAP_FAILED" = "$failed" ] && ok 1 "podman: the nested run failed (exit $rc)"
 fi
 
 echo "1..$TAP_N"
