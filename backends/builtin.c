@@ -4,9 +4,11 @@
 
 #include "backends/backend-descriptor.h"
 #include "backends/backend.h"
+#include "backends/vm/vm.h"
 #include "common/util.h"
 
-static const struct backend_ops *const builtins[] = { &backend_auto_ops, &backend_host_ops };
+static const struct backend_ops *const builtins[] = { &backend_auto_ops, &backend_host_ops,
+						      &backend_vm_ops };
 
 static const struct backend_ops *builtin_find(const struct backend_provider *p,
 					      const struct backend_ref *ref)

@@ -14,6 +14,12 @@
 # (backends/docker/README.md).
 # An engine that cannot be started is a skip, unless CORDON_MUST_WORK=1.
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
+
+# Slow (an engine of its own, a container per command): run once per CI, in the first build.
+if [ -n "${CORDON_SKIP_SLOW:-}" ]; then
+	echo "1..0 # SKIP slow: run in the other build"
+	exit 0
+fi
 . "$top_srcdir/tests/helpers/docker-engine.sh"
 
 PACK_EXE="$top_builddir/backends/docker/cordon-docker-pack"

@@ -68,6 +68,10 @@ launcherd_mode=0755
 	echo "0644 $mandir/man8/cordon-controller.8"
 	echo "0644 $mandir/man8/cordon-launcherd.8"
 	echo "0644 $docdir/README.md"
+	# builtin:vm's guest agent and the scripts that fetch its kernel and build its initramfs.
+	echo "0755 $libexecdir/cordon/cordon-vm-agent"
+	echo "0755 $pkgdatadir/vm/fetch-kernel.sh"
+	echo "0755 $pkgdatadir/vm/mkinitramfs.sh"
 	# The packs shipped in this tree, each a directory `cordon pack install` takes.
 	echo "0755 $pkgdatadir/packs/docker/cordon-docker-pack"
 	echo "0644 $pkgdatadir/packs/docker/pack.json"
