@@ -120,11 +120,6 @@ static void reconciled(struct controller *c, int r, struct ws_snapshot *snap, js
 				   : "the workspace could not be reconciled");
 }
 
-/*
- * Kill what is left and end the lease: the backend's release (for a transfer lease: the
- * backend's tar of its tree comes back and the host workspace is reconciled with it), then the
- * sandbox is forgotten. Completes through lease_gone().
- */
 /* How long a release waits for the lease's killed processes to be reported gone before the
  * backend's release runs anyway. */
 #define RELEASE_WAIT_USEC (10ULL * 1000 * 1000)
@@ -202,11 +197,10 @@ static void release_backend(struct sandbox *s)
 		rw->pending = 2;
 		r = controller_transfer_apply(c, s->policy->fs.workspace.path, pp[0], s->snapshot,
 					      s->policy, reconciled, rw);
-		if (r < 0) {
-			rw->pending = 1;
+		/* The reconcile's part is done (it took the fd); the backend still releases, and
+		 * what it writes goes nowhere. rw lives on: the backend's part is pending. */
+		if (r < 0)
 			release_step(rw, r, "cannot reconcile the workspace");
-			/* The backend still releases; what it writes goes nowhere. */
-		}
 	}
 	s->bi->ops->release(s->bi, s->id, pp[1], released_backend, rw);
 }
