@@ -330,16 +330,44 @@ int cli_cmd_policy(struct cli *cli, int argc, char **argv)
 {
 	static const char usage_text[] =
 		"Usage: cordon policy check FILE\n"
-		"       cordon policy explain [FILE]\n\n"
+		"       cordon policy explain [FILE] [--path P]\n\n"
 		"check: validate FILE; errors name the JSON field and the reason.\n"
 		"explain: show which layer enforces each rule of FILE (default: the embedded\n"
-		"default policy) on this host, and what cannot be enforced.\n";
+		"default policy) on this host, and what cannot be enforced; with --path P, whether a\n"
+		"sandbox under it sees P, may read or write it, and which rule decides.\n";
 	static const char *const subs[] = { "check", "explain", NULL };
 	_cleanup_json_ json_t *result = NULL, *params = json_object();
 	const char *sub;
 	int i, r;
 
 	sub = subs[SUBCOMMAND_OR_RETURN(cli, argc, argv, usage_text, "policy", subs, &i)];
+	/* explain --path P (anywhere after the subcommand): what a sandbox finds at P. */
+	for (int k = i; streq(sub, "explain") && k < argc; k++)
+		if (streq(argv[k], "--path")) {
+			_cleanup_free_ char *cwd = getcwd(NULL, 0), *joined = NULL, *real = NULL;
+
+			if (k + 1 >= argc) {
+				fprintf(stderr, "%s", usage_text);
+				return CLI_EXIT_USAGE;
+			}
+			joined = path_is_absolute(argv[k + 1])
+					 ? strdup(argv[k + 1])
+					 : strdup_printf("%s/%s", cwd ? cwd : "/", argv[k + 1]);
+			real = joined ? realpath(joined, NULL) : NULL;
+			if (!real && joined && path_is_normalized(joined))
+				real = strdup(joined);
+			if (!real) {
+				fprintf(stderr,
+					"cordon: policy explain: --path \"%s\": give it as a "
+					"normalized absolute path (it does not exist here)\n",
+					argv[k + 1]);
+				return CLI_EXIT_USAGE;
+			}
+			json_object_set_new(params, "path", json_string(real));
+			memmove(argv + k, argv + k + 2, (size_t)(argc - k - 2) * sizeof(char *));
+			argc -= 2;
+			break;
+		}
 	if (i < argc) {
 		json_error_t je;
 		json_t *p = json_load_file(argv[i], JSON_REJECT_DUPLICATES, &je);
@@ -374,7 +402,17 @@ int cli_cmd_policy(struct cli *cli, int argc, char **argv)
 		cli_print_json(result);
 	else if (streq(sub, "check"))
 		printf("%s: ok\n", argv[i - 1]);
-	else {
+	else if (json_object_get(params, "path")) {
+		printf("%s: %s%s%s\n  %s\n", json_string_value(json_object_get(result, "path")),
+		       json_is_true(json_object_get(result, "visible")) ? "visible" : "not visible",
+		       json_is_true(json_object_get(result, "readable")) ? ", readable" : "",
+		       json_is_true(json_object_get(result, "writable"))  ? ", writable"
+		       : json_is_true(json_object_get(result, "visible")) ? ", not writable"
+									  : "",
+		       json_string_value(json_object_get(result, "why")));
+		if (json_string_value(json_object_get(result, "rule")))
+			printf("  rule: %s\n", json_string_value(json_object_get(result, "rule")));
+	} else {
 		const char *text = json_string_value(json_object_get(result, "text"));
 
 		if (text)

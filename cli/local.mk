@@ -21,6 +21,7 @@ TESTS += \
 	tests/integration/cli-run.sh \
 	tests/integration/cli-sandbox.sh \
 	tests/integration/cli-parallel.sh \
+	tests/integration/policy-explain-path.sh \
 	tests/integration/cli-persistence.sh \
 	tests/integration/cli-tty.sh
 EXTRA_DIST += \
@@ -29,6 +30,7 @@ EXTRA_DIST += \
 	tests/integration/cli-run.sh \
 	tests/integration/cli-sandbox.sh \
 	tests/integration/cli-parallel.sh \
+	tests/integration/policy-explain-path.sh \
 	tests/integration/cli-persistence.sh
 ## builtin:host refuses what it cannot honour and keeps the wall timeout.
 TESTS += tests/integration/backend-host.sh

@@ -26,9 +26,34 @@
 #include "policy/policy-narrow.h"
 #include "policy/policy-parse.h"
 
-#define ARGV_MAX 4096
-#define ENV_MAX 4096
-#define ARG_MAX_LEN (128U * 1024U)
+/* The command line and the caller's environment: bounded as execve counts them (common/util.h).
+ * The item counts follow from the byte bound (every string costs at least its NUL and a
+ * pointer); the bytes are checked once the strings are in. */
+#define ARG_ITEMS_MAX CORDON_ARG_ITEMS_MAX
+#define ARG_MAX_LEN (CORDON_ARG_STRLEN_MAX - 1U)
+
+/* What execve(2) counts for these strings: each with its NUL, plus a pointer each. */
+static size_t arg_size(char *const *l)
+{
+	size_t n = 0;
+
+	for (; l && *l; l++)
+		n += strlen(*l) + 1 + sizeof(char *);
+	return n;
+}
+
+/* The same for a compiled plan's argv and envp. */
+static size_t plan_arg_size(json_t *plan)
+{
+	static const char *const keys[] = { "argv", "envp" };
+	size_t n = 0, i;
+	json_t *v;
+
+	for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+		json_array_foreach(json_object_get(plan, keys[k]), i, v)
+			n += json_string_length(v) + 1 + sizeof(char *);
+	return n;
+}
 
 void ctl_plan_done(struct ctl_plan *p)
 {
@@ -118,13 +143,19 @@ int controller_policy_request_parse(struct controller *c, json_t *params, bool n
 	if (r >= 0)
 		r = ipc_json_get_string(params, "sandbox", false, "params", &q.sandbox, fe);
 	if (r >= 0)
-		r = ipc_json_get_strv(params, "argv", need_argv, ARGV_MAX, ARG_MAX_LEN, "params",
-				      &q.argv, fe);
+		r = ipc_json_get_strv(params, "argv", need_argv, ARG_ITEMS_MAX, ARG_MAX_LEN,
+				      "params", &q.argv, fe);
 	if (r >= 0 && q.argv && !q.argv[0])
 		r = field_error_set(fe, -EINVAL, "params", "argv", "the command is empty");
+	/* The command alone: what the policy passes of env is counted with it in the plan. */
+	if (r >= 0 && arg_size(q.argv) > CORDON_ARG_MAX)
+		r = field_error_set(fe, -E2BIG, "params", "argv",
+				    "the command line takes %zu bytes as execve counts them "
+				    "(strings, NULs and pointers): at most %u",
+				    arg_size(q.argv), CORDON_ARG_MAX);
 	if (r >= 0)
-		r = ipc_json_get_strv(params, "env", false, ENV_MAX, ARG_MAX_LEN, "params", &q.envp,
-				      fe);
+		r = ipc_json_get_strv(params, "env", false, ARG_ITEMS_MAX, ARG_MAX_LEN, "params",
+				      &q.envp, fe);
 	if (r >= 0 && !q.envp && !(q.envp = calloc(1, sizeof(char *))))
 		r = -ENOMEM;
 	if (r >= 0)
@@ -538,6 +569,15 @@ int controller_compile_request(struct controller *c, struct backend_instance *bi
 	}
 	if (cwd)
 		json_object_set_new(ret->plan, "cwd", json_string(cwd));
+	/* The command with the environment the policy gave it, as the sandbox's execve will
+	 * count them: refused here rather than failing there. */
+	if (plan_arg_size(ret->plan) > CORDON_ARG_MAX) {
+		r = field_error_set(fe, -E2BIG, "params", "argv",
+				    "the command line and its environment take %zu bytes as execve "
+				    "counts them (strings, NULs and pointers): at most %u",
+				    plan_arg_size(ret->plan), CORDON_ARG_MAX);
+		goto out;
+	}
 	ret->n_fds = 0;
 	for (size_t i = 0; i < cp->n_fds; i++) {
 		int k;
@@ -681,7 +721,7 @@ static int explain_backend(struct backend_instance *bi, const struct policy *pol
 
 int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
-	static const char *const keys[] = { "policy", "policyPatch", "callerCwd", NULL };
+	static const char *const keys[] = { "policy", "policyPatch", "callerCwd", "path", NULL };
 	struct policy_request q = { 0 };
 	struct request_ctx rc = { 0 };
 	struct field_error fe = { 0 };
@@ -694,6 +734,19 @@ int method_policy_explain(struct client *cl, json_t *id, json_t *params, int *fd
 		r = controller_policy_request_parse(cl->ctl, params, false, &q, &fe);
 	if (r >= 0)
 		r = request_ctx_init(cl->ctl, cl->ctl->active, &q, &rc, &fe);
+	if (r >= 0 && json_is_string(json_object_get(params, "path"))) {
+		/* One path: what the sandbox finds there, and the rule that decides it. */
+		r = policy_explain_path(rc.policy, &rc.ctx,
+					json_string_value(json_object_get(params, "path")),
+					&explanation, &fe);
+		if (r < 0)
+			r = reply_policy_error(cl, id, r, &fe);
+		else
+			r = client_reply(cl, id, explanation);
+		goto out;
+	}
+	if (r >= 0 && json_object_get(params, "path"))
+		r = field_error_set(&fe, -EINVAL, "params", "path", "expected a string");
 	if (r >= 0)
 		r = policy_explain(rc.policy, &rc.ctx, &explanation);
 	if (r < 0) {

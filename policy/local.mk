@@ -15,6 +15,7 @@ libpolicy_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 libpolicy_compile_a_SOURCES = \
 	%reldir%/policy-seccomp.c %reldir%/policy-seccomp.h \
 	%reldir%/policy-compile.c %reldir%/policy-compile.h \
+	%reldir%/policy-explain-path.c \
 	%reldir%/policy-dump.c %reldir%/policy-dump.h
 libpolicy_compile_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSECCOMP_CFLAGS)
 

@@ -19,5 +19,13 @@
 #include "policy/policy-model.h"
 
 int policy_explain(const struct policy *policy, const struct compile_ctx *ctx, json_t **ret);
+/*
+ * policy-explain-path.c (with the compiler): what a sandbox under policy finds at path
+ * (absolute, normalized) on this host, from the plan the policy compiles to: {path, visible,
+ * readable, writable, rule?, why, landlock?}; rule names the policy entry to change.
+ */
+struct field_error;
+int policy_explain_path(const struct policy *p, const struct compile_ctx *ctx, const char *path,
+			json_t **ret, struct field_error *fe);
 /* Render an explanation as text for the CLI. */
 int policy_explain_format_text(json_t *explanation, char **ret);
