@@ -17,8 +17,8 @@
  *   - ioctl TIOCSTI / TIOCLINUX: typing into a terminal the sandbox shares with its caller.
  *   - socket(): every family but AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK — vsock, TIPC, CAN,
  *     Bluetooth, AF_ALG, AF_PACKET and the rest are not scoped by the network namespace (vsock
- *     reaches the host's agents from any netns) or reach little-used kernel code; SOCK_RAW /
- *     SOCK_PACKET; netlink other than NETLINK_ROUTE (which libc's getaddrinfo uses to list
+ *     reaches the host's agents from any netns) or reach little-used kernel code; SOCK_RAW (but
+ *     for NETLINK_ROUTE) / SOCK_PACKET; netlink other than NETLINK_ROUTE (which libc's getaddrinfo uses to list
  *     local addresses; in the sandbox's own netns it only sees loopback). A plan can deny
  *     NETLINK_ROUTE too. socketpair() of any family but AF_UNIX.
  *   - network "none" (the UNIX-ONLY variant): socket() and socketpair() of every family but
@@ -181,8 +181,12 @@ static int add_rules(scmp_filter_ctx ctx, uint32_t deny, bool unix_only)
 			     SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
 	if (r < 0)
 		return r;
-	/* The socket type's low 4 bits (SOCK_TYPE_MASK) carry the type; the rest are flags. */
-	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1,
+	/* The socket type's low 4 bits (SOCK_TYPE_MASK) carry the type; the rest are flags.
+	 * SOCK_RAW is refused but for netlink, whose sockets are raw by nature (NETLINK_ROUTE
+	 * only, above): listing the interfaces and addresses of the sandbox's own namespace
+	 * (if_nameindex(), getifaddrs(), `ip addr`) needs one, and changing them needs
+	 * CAP_NET_ADMIN over that namespace, which a sandbox never has. */
+	r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_NE, AF_NETLINK),
 			     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
 	if (r < 0)
 		return r;

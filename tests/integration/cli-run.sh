@@ -4,7 +4,7 @@
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 [ -x "$CORDON" ] || skip_all "cordon not built"
-plan 51
+plan 53
 
 work="$TEST_TMP/work"
 mkdir -p "$work"
@@ -56,6 +56,15 @@ ok $? "the host listener on 127.0.0.1:$port is reachable outside the sandbox"
 "$CORDON" run -- /bin/bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
 ok $(($? == 0)) "no network by default: the host listener is unreachable"
 kill "$listener" 2>/dev/null
+# With a loopback of its own, the sandbox lists its own interfaces (a NETLINK_ROUTE socket is
+# raw by nature); raw IP sockets stay refused.
+out=$("$CORDON" run --net loopback -- python3 -c 'import socket; print([n for _, n in socket.if_nameindex()])' 2>&1)
+is "['lo']" "$out" "--net loopback: if_nameindex() lists the sandbox's own lo"
+out=$("$CORDON" run --net loopback -- python3 -c 'import socket
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_RAW, 1); print("raw")
+except OSError as e: print(e.errno)' 2>&1)
+is 1 "$out" "…while a raw IP socket is still refused (EPERM)"
 
 # 4. Read-only workspace.
 "$CORDON" run --workspace "$work:ro" -- /bin/sh -c 'echo x >ro.txt' 2>/dev/null
