@@ -23,9 +23,11 @@ TESTS += \
 	tests/integration/cli-parallel.sh \
 	tests/integration/policy-explain-path.sh \
 	tests/integration/cli-persistence.sh \
-	tests/integration/cli-tty.sh
+	tests/integration/cli-tty.sh \
+	tests/integration/cli-argmax.sh
 EXTRA_DIST += \
 	tests/integration/cli-lib.sh \
+	tests/integration/cli-argmax.sh \
 	tests/integration/cli-tty.sh \
 	tests/integration/cli-run.sh \
 	tests/integration/cli-sandbox.sh \

@@ -28,6 +28,22 @@ static inline bool isempty(const char *s)
 	return !s || !*s;
 }
 
+/*
+ * The command line as execve(2) counts it, end to end (CLI, controller, plan, launcherd, the
+ * sandbox's exec): every argv and envp string with its NUL, plus one pointer per string, at most
+ * CORDON_ARG_MAX bytes: the kernel's own rule (a quarter of the stack rlimit; 2 MiB, `getconf
+ * ARG_MAX`, with the default 8 MiB stack) less a reserve. One string, with its NUL, at most CORDON_ARG_STRLEN_MAX
+ * (the kernel's MAX_ARG_STRLEN). A command line over either is refused up front (E2BIG) instead
+ * of failing at the sandbox's exec.
+ */
+#define CORDON_ARG_MAX (2U * 1024U * 1024U - CORDON_ARG_RESERVE)
+/* Kept back from the kernel's 2 MiB for what the exec adds itself: the program's path (up to
+ * PATH_MAX), the first pointer slot, the sandbox init's own argv[0] (launcherd-light.c). */
+#define CORDON_ARG_RESERVE (8U * 1024U)
+#define CORDON_ARG_STRLEN_MAX (128U * 1024U)
+/* The fewest bytes one string costs (its NUL and its pointer): the most strings there can be. */
+#define CORDON_ARG_ITEMS_MAX (CORDON_ARG_MAX / (1U + sizeof(char *)))
+
 /* Returns the rest of s after prefix, or NULL. */
 const char *startswith(const char *s, const char *prefix);
 bool endswith(const char *s, const char *suffix);

@@ -147,17 +147,19 @@ int controller_policy_request_parse(struct controller *c, json_t *params, bool n
 				      "params", &q.argv, fe);
 	if (r >= 0 && q.argv && !q.argv[0])
 		r = field_error_set(fe, -EINVAL, "params", "argv", "the command is empty");
-	/* The command alone: what the policy passes of env is counted with it in the plan. */
-	if (r >= 0 && arg_size(q.argv) > CORDON_ARG_MAX)
-		r = field_error_set(fe, -E2BIG, "params", "argv",
-				    "the command line takes %zu bytes as execve counts them "
-				    "(strings, NULs and pointers): at most %u",
-				    arg_size(q.argv), CORDON_ARG_MAX);
 	if (r >= 0)
 		r = ipc_json_get_strv(params, "env", false, ARG_ITEMS_MAX, ARG_MAX_LEN, "params",
 				      &q.envp, fe);
 	if (r >= 0 && !q.envp && !(q.envp = calloc(1, sizeof(char *))))
 		r = -ENOMEM;
+	/* The command with the caller's environment, as the kernel counts them for a native
+	 * exec: what it would refuse there (E2BIG) is refused here. Whatever the policy then
+	 * passes of the environment is counted again with the plan. */
+	if (r >= 0 && arg_size(q.argv) + arg_size(q.envp) > CORDON_ARG_MAX)
+		r = field_error_set(fe, -E2BIG, "params", "argv",
+				    "the command line and its environment take %zu bytes as "
+				    "execve counts them (strings, NULs and pointers): at most %u",
+				    arg_size(q.argv) + arg_size(q.envp), CORDON_ARG_MAX);
 	if (r >= 0)
 		r = ipc_json_get_string(params, "callerCwd", false, "params", &q.caller_cwd, fe);
 	if (r >= 0 && !q.caller_cwd)

@@ -28,8 +28,6 @@
 #include "ipc/ipc-json.h"
 #include "policy/policy-hostexec.h"
 
-#define ARGV_MAX 4096
-#define ENV_MAX 4096
 #define STR_MAX (128U * 1024U)
 #define READ_CHUNK (64U * 1024U)
 #define FINISHED_KEEP 256 /* finished processes kept for `wait` and `ps` */

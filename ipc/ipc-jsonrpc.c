@@ -17,6 +17,10 @@
 /* Fds buffered but not yet claimed by a complete line; a peer sending more is cut off. */
 #define PENDING_FDS_MAX (IPC_MAX_FDS * 4)
 
+/* A maximal command line and environment, escaped, and 1 MiB for the rest of the request. */
+_Static_assert(6ULL * CORDON_ARG_MAX + 1024 * 1024 <= JSONRPC_LINE_MAX,
+	       "JSONRPC_LINE_MAX holds a maximal command line");
+
 struct pending_fd {
 	int fd;
 	unsigned long long offset; /* stream offset of the last byte it arrived with */

@@ -25,8 +25,13 @@
 #include "ipc/ipc-fdpass.h"
 #include "ipc/ipc-json.h"
 
-/* The longest line (one message) accepted; a longer one ends the connection. */
-#define JSONRPC_LINE_MAX (8U * 1024U * 1024U)
+/*
+ * The longest line (one message) accepted; a longer one ends the connection. A request with a
+ * maximal command line and environment (common/util.h: CORDON_ARG_MAX bytes as execve counts
+ * them) fits whatever its bytes: JSON writes a string at most six times as long ("\u0001" for
+ * a control byte) and an empty one in 3 bytes against its 9, with room for the rest.
+ */
+#define JSONRPC_LINE_MAX (16U * 1024U * 1024U)
 
 /* Error codes. The standard ones, then cordon's own range (documented in docs/PROTOCOL.md). */
 enum {

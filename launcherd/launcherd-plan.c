@@ -94,11 +94,26 @@ static int check_target(const char *target, const char *path, struct field_error
 	return 0;
 }
 
+size_t plan_arg_size(char *const *argv, char *const *envp)
+{
+	size_t n = 0;
+
+	/* Each string is at most PLAN_STRING_MAX and there are at most CORDON_ARG_ITEMS_MAX of
+	 * each: no overflow. */
+	for (char *const *s = argv; s && *s; s++)
+		n += strlen(*s) + 1 + sizeof(char *);
+	for (char *const *s = envp; s && *s; s++)
+		n += strlen(*s) + 1 + sizeof(char *);
+	return n;
+}
+
 static int parse_argv_envp(json_t *j, struct plan *p, struct field_error *err)
 {
+	size_t size;
 	int r;
 
-	r = ipc_json_get_strv(j, "argv", true, PLAN_ARGV_MAX, PLAN_STRING_MAX, P, &p->argv, err);
+	r = ipc_json_get_strv(j, "argv", true, CORDON_ARG_ITEMS_MAX, PLAN_STRING_MAX, P, &p->argv,
+			      err);
 	if (r < 0)
 		return r;
 	if (!p->argv[0])
@@ -106,7 +121,8 @@ static int parse_argv_envp(json_t *j, struct plan *p, struct field_error *err)
 	if (isempty(p->argv[0]))
 		return field_error_set(err, -EINVAL, P ".argv[0]", NULL, "empty program name");
 
-	r = ipc_json_get_strv(j, "envp", false, PLAN_ENVP_MAX, PLAN_STRING_MAX, P, &p->envp, err);
+	r = ipc_json_get_strv(j, "envp", false, CORDON_ARG_ITEMS_MAX, PLAN_STRING_MAX, P, &p->envp,
+			      err);
 	if (r < 0)
 		return r;
 	if (r == 0) {
@@ -125,6 +141,14 @@ static int parse_argv_envp(json_t *j, struct plan *p, struct field_error *err)
 					       "expected NAME=VALUE with a non-empty NAME");
 		}
 	}
+	/* What the sandbox's execve would refuse with E2BIG is refused here. */
+	size = plan_arg_size(p->argv, p->envp);
+	if (size > CORDON_ARG_MAX)
+		return field_error_set(
+			err, -E2BIG, P, "argv",
+			"argv and envp take %zu bytes as execve counts them (strings, "
+			"NULs and pointers): at most %u",
+			size, CORDON_ARG_MAX);
 	return 0;
 }
 

@@ -16,11 +16,11 @@
 
 #include <jansson.h>
 
+#include "common/util.h"
 #include "ipc/ipc-json.h"
 
-#define PLAN_ARGV_MAX 4096
-#define PLAN_ENVP_MAX 4096
-#define PLAN_STRING_MAX (128U * 1024U)
+/* argv and envp: bounded together the way execve(2) counts them (common/util.h), not by count */
+#define PLAN_STRING_MAX (CORDON_ARG_STRLEN_MAX - 1U) /* bytes, without the NUL */
 #define PLAN_MOUNTS_MAX 256
 #define PLAN_LANDLOCK_RULES_MAX 256
 #define PLAN_PORTS_MAX 256
@@ -110,6 +110,9 @@ struct plan {
 	 * terminal (a session of its own; launcherd-apply.c, session step) */
 	bool controlling_tty;
 };
+
+/* What execve(2) counts for argv and envp: each string with its NUL, plus a pointer each. */
+size_t plan_arg_size(char *const *argv, char *const *envp);
 
 /* Parse and validate. n_fds is how many fds came with the message: every index must be below. */
 int plan_parse(json_t *j, size_t n_fds, struct plan **ret, struct field_error *err);

@@ -378,7 +378,8 @@ int screen_recv(int fd, json_t **ret, int *fds, size_t *ret_n_fds, struct screen
 	memcpy(hdr, buf, sizeof(*hdr));
 	r = hdr->magic == SCREEN_MAGIC && hdr->n_fds == n_fds ? 0 : -EBADMSG;
 	if (r >= 0)
-		r = ipc_frame_parse_json(buf + sizeof(*hdr), (size_t)n - sizeof(*hdr), ret);
+		r = ipc_frame_parse_json_fds(buf + sizeof(*hdr), (size_t)n - sizeof(*hdr), fds,
+					     &n_fds, ret);
 	if (r < 0) {
 		close_many(fds, n_fds);
 		return r;

@@ -24,8 +24,7 @@
 #include "policy/policy-syscalls.h"
 
 #define PATHBUF 256
-#define ARGV_MAX 4096
-#define ARG_MAX_BYTES (128U * 1024U)
+#define ARG_MAX_BYTES (CORDON_ARG_STRLEN_MAX - 1U)
 #define DEFAULT_PATH "PATH=/usr/local/bin:/usr/bin:/bin"
 
 struct compiled_plan *compiled_plan_free(struct compiled_plan *p)
@@ -1097,9 +1096,6 @@ static int build_env(const struct policy *p, const struct compile_ctx *ctx, json
 		if (r < 0)
 			return r;
 	}
-	if (strv_length(env) > ARGV_MAX)
-		return field_error_set(err, -E2BIG, "env", NULL, "more than %d variables",
-				       ARGV_MAX);
 	qsort(env, strv_length(env), sizeof(char *), cmp_env);
 	for (char **e = env; e && *e; e++)
 		if (json_array_append_new(a, json_string(*e)) < 0)
@@ -1114,9 +1110,8 @@ static int build_argv(const struct compile_ctx *ctx, json_t *plan, struct field_
 
 	if (!a)
 		return -ENOMEM;
-	if (n == 0 || n > ARGV_MAX)
-		return field_error_set(err, -EINVAL, "argv", NULL, "1..%d arguments needed",
-				       ARGV_MAX);
+	if (n == 0)
+		return field_error_set(err, -EINVAL, "argv", NULL, "the command is empty");
 	for (size_t i = 0; i < n; i++) {
 		if (strlen(ctx->argv[i]) > ARG_MAX_BYTES)
 			return field_error_set(err, -E2BIG, "argv", NULL,

@@ -84,13 +84,17 @@ static void check_plan(const struct plan *p, size_t n_fds)
 	size_t n;
 
 	n = strv_length(p->argv);
-	check(n >= 1 && n <= PLAN_ARGV_MAX && !isempty(p->argv[0]));
-	check(p->envp && strv_length(p->envp) <= PLAN_ENVP_MAX);
+	check(n >= 1 && !isempty(p->argv[0]));
+	check(p->envp);
+	for (size_t i = 0; p->argv[i]; i++)
+		check(strlen(p->argv[i]) <= PLAN_STRING_MAX);
 	for (size_t i = 0; p->envp[i]; i++) {
 		const char *eq = strchr(p->envp[i], '=');
 
-		check(eq && eq != p->envp[i]);
+		check(eq && eq != p->envp[i] && strlen(p->envp[i]) <= PLAN_STRING_MAX);
 	}
+	/* argv and envp as execve counts them fit in what the kernel takes */
+	check(plan_arg_size(p->argv, p->envp) <= CORDON_ARG_MAX);
 	check(p->cwd && path_is_normalized(p->cwd));
 	check(!p->controlling_tty ||
 	      (p->stdio[0] >= 0 && p->stdio[1] == p->stdio[0] && p->stdio[2] == p->stdio[0]));
@@ -204,7 +208,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n_fds;
 	int r;
 
-	if (size < 1 || size - 1 > IPC_FRAME_MAX)
+	if (size < 1 || size - 1 > IPC_FRAME_MEMFD_MAX)
 		return 0;
 	n_fds = data[0] % (IPC_MAX_FDS + 1);
 	if (ipc_json_parse_object((const char *)data + 1, size - 1, &j, &fe) < 0)

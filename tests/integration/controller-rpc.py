@@ -177,7 +177,7 @@ t.ok(r.get("error", {}).get("code") == -32602 and "filesystem.read" in r["error"
 big = Conn(SOCK)
 msgs, closed = [], False
 try:
-    big.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"process.list","params":{"x":"' + b"a" * (9 << 20))
+    big.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"process.list","params":{"x":"' + b"a" * (17 << 20))
 except (BrokenPipeError, ConnectionResetError):
     pass  # the controller may cut us off before we finish sending
 try:

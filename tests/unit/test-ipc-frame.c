@@ -2,14 +2,18 @@
 /*
  * ipc/ipc-frame.c: encode/decode, then real records on a SOCK_SEQPACKET pair: every malformed
  * record is consumed and refused with its fds closed and the next frame still reads; an oversize
- * record (> IPC_FRAME_MAX) is refused; 10,000 frames with two fds each leak nothing.
+ * record (> IPC_FRAME_MAX) is refused; a payload over IPC_FRAME_INLINE_MAX travels in a sealed
+ * memfd ("CRDM") up to IPC_FRAME_MEMFD_MAX, and every malformed memfd frame is refused with its
+ * fds closed; 10,000 frames with two fds each leak nothing.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -261,7 +265,7 @@ static void test_oversize(int sv[2])
 	ok(witness_closed(w), "its fd is closed");
 	ok(next_frame_ok(sv, 1), "it was consumed: the next frame reads");
 
-	/* The largest frame allowed still goes through: {"a":"…"} of exactly IPC_FRAME_MAX. */
+	/* A payload of IPC_FRAME_MAX goes through (in a memfd, being over the inline limit). */
 	memset(s, 'x', IPC_FRAME_MAX - 8);
 	s[IPC_FRAME_MAX - 8] = '\0';
 	big = json_pack("{s:s}", "a", s);
@@ -269,12 +273,170 @@ static void test_oversize(int sv[2])
 	       "a frame of exactly IPC_FRAME_MAX payload bytes is sent");
 	ok(ipc_frame_recv_json(sv[1], &j, fds, IPC_MAX_FDS, &n_fds, 0) == 1 && json_equal(j, big),
 	   "and received whole");
-	json_decref(big);
-	s[IPC_FRAME_MAX - 8] = 'x';
-	s[IPC_FRAME_MAX - 7] = '\0';
-	big = json_pack("{s:s}", "a", s);
-	is_int(-EMSGSIZE, ipc_frame_send_json(sv[0], big, NULL, 0, 0),
+}
+
+/* A sealed (or not) memfd holding data. */
+static int data_memfd(const char *data, size_t len, bool seal)
+{
+	int fd = memfd_create("test-frame", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0 || loop_write(fd, data, len) < 0)
+		bail("memfd: %m");
+	if (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+		bail("F_ADD_SEALS: %m");
+	return fd;
+}
+
+static void test_memfd(int sv[2])
+{
+	_cleanup_free_ char *s = malloc(IPC_FRAME_MEMFD_MAX + 1);
+	_cleanup_json_ json_t *out = NULL, *in = NULL;
+	int fds[IPC_MAX_FDS], p[2], seq = 200, before;
+	unsigned char rec[16];
+	size_t n_fds = 0;
+
+	before = count_open_fds();
+	if (!s || pipe2(p, O_CLOEXEC) < 0)
+		bail("malloc/pipe2: %m");
+
+	/* Just over the inline limit, with 2 fds of the message's own: indexes as sent. */
+	memset(s, 'y', IPC_FRAME_INLINE_MAX);
+	s[IPC_FRAME_INLINE_MAX] = '\0';
+	out = json_pack("{s:s,s:s}", "type", "spawn", "a", s);
+	is_int(0, ipc_frame_send_json(sv[0], out, p, 2, 0),
+	       "a payload over IPC_FRAME_INLINE_MAX is sent with 2 fds");
+	is_int(1, ipc_frame_recv_json(sv[1], &in, fds, IPC_MAX_FDS, &n_fds, 0), "received");
+	ok(in && json_equal(in, out), "the object is intact");
+	ok(n_fds == 2 && same_file(fds[0], p[0]) && same_file(fds[1], p[1]),
+	   "with the message's 2 fds as sent, the memfd taken off (%zu fds)", n_fds);
+	close_many(fds, n_fds);
+	n_fds = 0;
+	json_decref(TAKE_PTR(in));
+	json_decref(TAKE_PTR(out));
+	safe_close(p[0]);
+	safe_close(p[1]);
+	is_int(before, count_open_fds(), "the memfd is closed on both sides");
+
+	/* The largest: a payload of exactly IPC_FRAME_MEMFD_MAX; one byte more is refused. */
+	memset(s, 'z', IPC_FRAME_MEMFD_MAX - 8);
+	s[IPC_FRAME_MEMFD_MAX - 8] = '\0';
+	out = json_pack("{s:s}", "a", s);
+	is_int(0, ipc_frame_send_json(sv[0], out, NULL, 0, 0),
+	       "a payload of exactly IPC_FRAME_MEMFD_MAX is sent");
+	ok(ipc_frame_recv_json(sv[1], &in, fds, IPC_MAX_FDS, &n_fds, 0) == 1 &&
+		   json_equal(in, out) && n_fds == 0,
+	   "and received whole");
+	json_decref(TAKE_PTR(in));
+	json_decref(TAKE_PTR(out));
+	s[IPC_FRAME_MEMFD_MAX - 8] = 'z';
+	s[IPC_FRAME_MEMFD_MAX - 7] = '\0';
+	out = json_pack("{s:s}", "a", s);
+	is_int(-EMSGSIZE, ipc_frame_send_json(sv[0], out, NULL, 0, 0),
 	       "one byte more is refused by the sender");
+	json_decref(TAKE_PTR(out));
+
+	/* Too many values for its size: refused before it is parsed; exactly the limit reads. */
+	for (int extra = 0; extra <= 1; extra++) {
+		/* {"a":[0,0,…,0]} of n zeros: 1 + '{' + ':' + '[' + n-1 commas = n + 3 counted */
+		size_t n = IPC_FRAME_MEMFD_VALUES_MAX - 3 + (size_t)extra, len;
+		char *d = s;
+
+		d += sprintf(d, "{\"a\":[");
+		for (size_t i = 0; i < n; i++) {
+			*d++ = '0';
+			*d++ = ',';
+		}
+		d[-1] = ']';
+		*d++ = '}';
+		len = (size_t)(d - s);
+		{
+			_cleanup_json_ json_t *j = NULL;
+			int mfd = data_memfd(s, len, true), r;
+
+			put_le32(rec, IPC_FRAME_MAGIC_MEMFD);
+			put_le32(rec + 4, (uint32_t)len);
+			if (ipc_send_with_fds(sv[0], rec, 8, &mfd, 1, 0) < 0)
+				bail("send: %m");
+			safe_close(mfd);
+			r = ipc_frame_recv_json(sv[1], &j, fds, IPC_MAX_FDS, &n_fds, 0);
+			if (extra)
+				ok(r == -EMSGSIZE && !j,
+				   "IPC_FRAME_MEMFD_VALUES_MAX + 1 values in %zu bytes: refused (%d)",
+				   len, r);
+			else
+				ok(r == 1 && json_array_size(json_object_get(j, "a")) == n,
+				   "exactly IPC_FRAME_MEMFD_VALUES_MAX values: parsed (%d)", r);
+			close_many(fds, n_fds);
+			n_fds = 0;
+		}
+	}
+
+	/* A large payload needs a fd of its own: with IPC_MAX_FDS already, refused. */
+	{
+		int many[IPC_MAX_FDS];
+
+		for (size_t i = 0; i < IPC_MAX_FDS; i++)
+			many[i] = STDERR_FILENO;
+		s[IPC_FRAME_INLINE_MAX] = '\0';
+		out = json_pack("{s:s}", "a", s);
+		is_int(-EMSGSIZE, ipc_frame_send_json(sv[0], out, many, IPC_MAX_FDS, 0),
+		       "a memfd frame with IPC_MAX_FDS fds of its own is refused by the sender");
+		json_decref(TAKE_PTR(out));
+		ok(next_frame_ok(sv, seq++), "nothing was sent: the next frame reads");
+	}
+
+	/* Malformed "CRDM" records: refused, every fd closed, the channel still in step. */
+	{
+		static const char doc[] = "{\"type\":\"x\"}";
+		const size_t dlen = sizeof(doc) - 1;
+		struct {
+			const char *what;
+			uint32_t len;
+			size_t extra; /* payload bytes after the header */
+			int memfd;    /* 0 none, 1 sealed, 2 unsealed, 3 a pipe */
+			const char *data;
+			int err;
+		} bad[] = {
+			{ "no fd", (uint32_t)dlen, 0, 0, doc, -EBADMSG },
+			{ "payload bytes after the header", (uint32_t)dlen, 2, 1, doc, -EBADMSG },
+			{ "an unsealed memfd", (uint32_t)dlen, 0, 2, doc, -EBADMSG },
+			{ "a pipe for a memfd", (uint32_t)dlen, 0, 3, doc, -EBADMSG },
+			{ "a length field longer than the memfd", (uint32_t)dlen + 1, 0, 1, doc,
+			  -EBADMSG },
+			{ "a length field shorter than the memfd", (uint32_t)dlen - 1, 0, 1, doc,
+			  -EBADMSG },
+			{ "a length field over IPC_FRAME_MEMFD_MAX", IPC_FRAME_MEMFD_MAX + 1, 0, 1,
+			  doc, -EMSGSIZE },
+			{ "a JSON array", 5, 0, 1, "[1,2]", -EBADMSG },
+		};
+
+		for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+			_cleanup_json_ json_t *j = NULL;
+			int w[2], send_fds[2], n = 0, r;
+
+			if (pipe2(w, O_CLOEXEC | O_NONBLOCK) < 0)
+				bail("pipe2: %m");
+			send_fds[n++] = w[1]; /* a witness of the message's own */
+			if (bad[i].memfd == 1 || bad[i].memfd == 2)
+				send_fds[n++] = data_memfd(bad[i].data, strlen(bad[i].data),
+							   bad[i].memfd == 1);
+			else if (bad[i].memfd == 3)
+				send_fds[n++] = dup(w[1]);
+			put_le32(rec, IPC_FRAME_MAGIC_MEMFD);
+			put_le32(rec + 4, bad[i].len);
+			memset(rec + 8, ' ', bad[i].extra);
+			if (ipc_send_with_fds(sv[0], rec, 8 + bad[i].extra, send_fds, (size_t)n,
+					      0) < 0)
+				bail("send: %m");
+			close_many(send_fds, (size_t)n);
+			r = ipc_frame_recv_json(sv[1], &j, fds, IPC_MAX_FDS, &n_fds, 0);
+			ok(r == bad[i].err && !j && n_fds == 0, "CRDM, %s: refused (%d)",
+			   bad[i].what, r);
+			ok(witness_closed(w[0]) && next_frame_ok(sv, seq++),
+			   "CRDM, %s: its fds are closed and the next frame reads", bad[i].what);
+		}
+	}
+	is_int(before, count_open_fds(), "no fd leaked");
 }
 
 static void test_round_trip(int sv[2])
@@ -336,7 +498,7 @@ int main(void)
 	int sv[2], fds[IPC_MAX_FDS];
 	size_t n_fds;
 
-	plan(53);
+	plan(81);
 	test_encode_decode();
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -344,6 +506,7 @@ int main(void)
 	test_round_trip(sv);
 	test_bad_records(sv);
 	test_oversize(sv);
+	test_memfd(sv);
 	test_many(sv);
 
 	is_int(-EAGAIN, ipc_frame_recv_json(sv[1], &j, fds, IPC_MAX_FDS, &n_fds, MSG_DONTWAIT),
