@@ -5,12 +5,16 @@
 # build tree, as root (it starts a private dockerd as tests/helpers/docker-engine.sh does):
 #   bench/docker-pack.sh [ROUNDS]        (default 30)
 # Targets: cordon / docker <= 1.1 for both.
+# CORDON_BENCH_ENGINE=podman: the same against `podman system service` (started as
+# tests/helpers/docker-engine.sh does), the reference being the podman CLI as that service's
+# client (`podman --remote --url unix://SOCKET run --rm` / `exec`).
 set -uo pipefail
 rounds=${1:-30}
 b=$(pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "docker-pack.sh: needs root" >&2; exit 1; }
-command -v docker >/dev/null || { echo "docker-pack.sh: the docker CLI is missing" >&2; exit 1; }
+engine=${CORDON_BENCH_ENGINE:-docker}
+command -v "$engine" >/dev/null || { echo "docker-pack.sh: the $engine CLI is missing" >&2; exit 1; }
 . "$src/tests/helpers/docker-engine.sh"
 export CORDON_CONTROLLER=$b/cordon-controller CORDON_LAUNCHERD=$b/cordon-launcherd
 export CORDON_LAUNCHERD_SOCKET=/nonexistent/cordon-bench/launcherd.sock
@@ -24,15 +28,23 @@ cleanup() {
 	local pid
 	pid=$(head -n1 "$XDG_RUNTIME_DIR/cordon/controller.sock.lock" 2>/dev/null || true)
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	[ -n "$cid" ] && docker rm -f "$cid" >/dev/null 2>&1
+	[ -n "$cid" ] && cli rm -f "$cid" >/dev/null 2>&1
 	docker_engine_stop
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-docker_engine_start "$tmp/engine" || { echo "docker-pack.sh: no engine" >&2; exit 1; }
+if [ "$engine" = podman ]; then
+	podman_engine_start "$tmp/engine" || { echo "docker-pack.sh: no engine" >&2; exit 1; }
+	cli() { podman --remote --url "unix://$DOCKER_ENGINE_SOCK" "$@"; }
+else
+	docker_engine_start "$tmp/engine" || { echo "docker-pack.sh: no engine" >&2; exit 1; }
+	cli() { docker "$@"; }
+fi
 IMAGE=cordon-bench:latest
 docker_engine_image "$IMAGE" || exit 1
 export DOCKER_HOST=unix://$DOCKER_ENGINE_SOCK
+remote=()
+[ "$engine" = podman ] && remote=(--remote --url "unix://$DOCKER_ENGINE_SOCK")
 cp "$b/backends/docker/cordon-docker-pack" "$tmp/pack/"
 python3 - "$src/backends/docker/pack.json" "$tmp/pack/pack.json" "$DOCKER_ENGINE_SOCK" <<'PY'
 import json, sys
@@ -49,16 +61,17 @@ cd "$tmp/work" || exit 1
 	"$b/cordon" backend activate pack:org.cordon.docker:docker --set image=$IMAGE \
 		--set socket="$DOCKER_ENGINE_SOCK" >/dev/null || exit 1
 "$b/cordon" run -- /bin/true || exit 1
-echo "engine: dockerd $(docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})')"
+echo "engine: $engine $(curl -s --unix-socket "$DOCKER_ENGINE_SOCK" http://d/version |
+	python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["Version"], "(API %s)" % v["ApiVersion"])')"
 
-echo "== one-shot: cordon run through the pack vs docker run --rm, $rounds rounds (target <= 1.1x)"
-"$b/bench/bench-paired" -n "$rounds" ::: docker-run docker run --rm --network none "$IMAGE" /bin/true \
-	::: cordon-run "$b/cordon" run -- /bin/true
+echo "== one-shot: cordon run through the pack vs $engine run --rm, $rounds rounds (target <= 1.1x)"
+"$b/bench/bench-paired" -n "$rounds" ::: "$engine-run" "$engine" "${remote[@]}" run --rm \
+	--network none "$IMAGE" /bin/true ::: cordon-run "$b/cordon" run -- /bin/true
 echo
 lease=$("$b/cordon" sandbox acquire --workspace-access read-write) || exit 1
 "$b/cordon" run --sandbox "$lease" -- /bin/true || exit 1
-cid=$(docker run -d --network none "$IMAGE" sleep 2147483647) || exit 1
-echo "== in a lease: cordon run --sandbox vs docker exec, $rounds rounds (target <= 1.1x)"
-"$b/bench/bench-paired" -n "$rounds" ::: docker-exec docker exec "$cid" /bin/true \
+cid=$(cli run -d --network none "$IMAGE" sleep 2147483647) || exit 1
+echo "== in a lease: cordon run --sandbox vs $engine exec, $rounds rounds (target <= 1.1x)"
+"$b/bench/bench-paired" -n "$rounds" ::: "$engine-exec" "$engine" "${remote[@]}" exec "$cid" /bin/true \
 	::: cordon-lease "$b/cordon" run --sandbox "$lease" -- /bin/true
 "$b/cordon" sandbox release "$lease" >/dev/null

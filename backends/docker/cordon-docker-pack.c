@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -59,6 +60,12 @@ static char image[512];
 static char sock_path[108] = "/var/run/docker.sock";
 static char api[32] = "";
 static unsigned long long serial;
+/* Podman (its compat API): an rlimit a container's Ulimits leave out gets podman's own default
+ * (1048576 for nofile and nproc when it runs as root), and one above what the service itself may
+ * raise to fails the container's start; the defaults its containers get (read at prepare from a
+ * container created and removed unstarted) are what it can grant. 0: not known. */
+static bool podman;
+static json_int_t podman_nofile, podman_nproc;
 /* This process's token: its containers carry it, and OWNERS_DIR/<token> in the state directory
  * stays locked while it lives. */
 static char owner[33];
@@ -220,6 +227,16 @@ static int negotiate(char *err, size_t err_size)
 	if (s < 0)
 		return (int)s;
 	ver = json_string_value(json_object_get(v, "ApiVersion"));
+	{
+		size_t i;
+		json_t *c;
+
+		podman = false;
+		json_array_foreach(json_object_get(v, "Components"), i, c)
+			if (streq_ptr(json_string_value(json_object_get(c, "Name")),
+				      "Podman Engine"))
+				podman = true;
+	}
 	if (s != 200 || !ver || sscanf(ver, "%u.%u", &maj, &min) != 2) {
 		(void)snprintf(err, err_size, "the engine at %s answers no API version", sock_path);
 		return -EPROTO;
@@ -282,7 +299,32 @@ static int hijack(const char *path, const char *body, char *err, size_t err_size
 	}
 	head[n] = '\0';
 	if (sscanf(head, "HTTP/1.%*d %d", &status) != 1 || (status != 101 && status != 200)) {
-		(void)snprintf(err, err_size, "the engine refused the stream (HTTP %d)", status);
+		/* The refusal's reason: its JSON body's message (Content-Length bytes, at most what
+		 * head still holds). */
+		const char *cl = strcasestr(head, "\r\nContent-Length:");
+		size_t want = cl ? strtoul(cl + 17, NULL, 10) : 0, m = 0;
+		_cleanup_json_ json_t *j = NULL;
+		const char *msg;
+
+		if (want > sizeof(head) - 1)
+			want = sizeof(head) - 1;
+		while (m < want) {
+			ssize_t k = read(fd, head + m, want - m);
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			m += (size_t)k;
+		}
+		j = json_loadb(head, m, 0, NULL);
+		msg = json_string_value(json_object_get(j, "message"));
+		if (msg)
+			(void)snprintf(err, err_size, "the engine refused the stream (HTTP %d): %s",
+				       status, msg);
+		else
+			(void)snprintf(err, err_size, "the engine refused the stream (HTTP %d)",
+				       status);
 		return -EPROTO;
 	}
 	return TAKE_FD(fd);
@@ -418,10 +460,30 @@ static json_t *container_config(json_t *plan, json_t *ws, bool read_only, const 
 		json_t *ul = json_array(), *lim;
 		const char *key;
 
-		json_object_foreach(json_object_get(plan, "rlimits"), key, lim)
-			if (json_is_integer(lim) && !streq(key, "as"))
-				json_array_append_new(ul, json_pack("{s:s,s:O,s:O}", "Name", key,
-								    "Soft", lim, "Hard", lim));
+		json_t *rl = json_object_get(plan, "rlimits");
+		json_int_t n;
+
+		json_object_foreach(rl, key, lim) {
+			if (!json_is_integer(lim) || streq(key, "as"))
+				continue;
+			n = json_integer_value(lim);
+			/* Podman: never above what it can grant (a stricter limit, not a wider). */
+			if (streq(key, "nofile") && podman_nofile > 0 && n > podman_nofile)
+				n = podman_nofile;
+			if (streq(key, "nproc") && podman_nproc > 0 && n > podman_nproc)
+				n = podman_nproc;
+			json_array_append_new(ul, json_pack("{s:s,s:I,s:I}", "Name", key, "Soft", n,
+							    "Hard", n));
+		}
+		/* Podman: nofile and nproc always named, else its own defaults are asked for. */
+		if (podman && podman_nofile > 0 && !json_is_integer(json_object_get(rl, "nofile")))
+			json_array_append_new(ul,
+					      json_pack("{s:s,s:I,s:I}", "Name", "nofile", "Soft",
+							podman_nofile, "Hard", podman_nofile));
+		if (podman && podman_nproc > 0 && !json_is_integer(json_object_get(rl, "nproc")))
+			json_array_append_new(ul,
+					      json_pack("{s:s,s:I,s:I}", "Name", "nproc", "Soft",
+							podman_nproc, "Hard", podman_nproc));
 		json_object_set_new(host, "Ulimits", ul);
 	}
 	cfg = json_pack("{s:s,s:s,s:o,s:o,s:b,s:b,s:b,s:b,s:b,s:b,s:{s:s}}", "Image", image, "User",
@@ -1097,6 +1159,50 @@ static void do_configure(json_t *id, json_t *params)
 	reply(id, json_object());
 }
 
+/* Podman: the nofile and nproc its containers get by default (container_config's caps), read
+ * from a container created and removed without being started. */
+static int podman_limits(char *err, size_t err_size)
+{
+	_cleanup_json_ json_t *cfg = NULL, *out = NULL, *ins = NULL;
+	_cleanup_free_ char *path = NULL;
+	const char *cid;
+	size_t i;
+	json_t *u;
+	long s;
+
+	podman_nofile = podman_nproc = 0;
+	if (!podman)
+		return 0;
+	cfg = json_pack("{s:s,s:[s],s:[],s:{s:s},s:{s:s,s:s}}", "Image", image, "Cmd", "true",
+			"Entrypoint", "HostConfig", "NetworkMode", "none", "Labels", LABEL,
+			LABEL_VALUE, OWNER_LABEL, owner);
+	if (!cfg)
+		return -ENOMEM;
+	s = engine("POST", "/containers/create", cfg, 30000, &out, err, err_size);
+	cid = json_string_value(json_object_get(out, "Id"));
+	if (s != 201 || !cid)
+		return s < 0 ? (int)s : -EIO;
+	path = strdup_printf("/containers/%s/json", cid);
+	s = path ? engine("GET", path, NULL, 10000, &ins, err, err_size) : -ENOMEM;
+	remove_container(cid);
+	if (s != 200)
+		return s < 0 ? (int)s : -EIO;
+	json_array_foreach(json_object_get(json_object_get(ins, "HostConfig"), "Ulimits"), i, u) {
+		const char *name = json_string_value(json_object_get(u, "Name"));
+		json_int_t hard = json_integer_value(json_object_get(u, "Hard"));
+
+		if (!name || hard <= 0)
+			continue;
+		if (strncasecmp(name, "RLIMIT_", 7) == 0)
+			name += 7;
+		if (strcasecmp(name, "nofile") == 0)
+			podman_nofile = hard;
+		else if (strcasecmp(name, "nproc") == 0)
+			podman_nproc = hard;
+	}
+	return 0;
+}
+
 static void do_prepare(json_t *id)
 {
 	char err[1024] = "";
@@ -1110,6 +1216,8 @@ static void do_prepare(json_t *id)
 	}
 	if (r >= 0)
 		r = remove_leftovers(err, sizeof(err));
+	if (r >= 0)
+		r = podman_limits(err, sizeof(err));
 	if (r < 0)
 		reply_error(id, err, NULL);
 	else

@@ -8,6 +8,7 @@
 #   podman_engine_start DIR   the same with `podman system service` (its compat API) instead:
 #                             runc as the runtime (crun refuses hybrid cgroup layouts), cgroupfs,
 #                             default ulimits capped at what the service itself may have
+#                             (the pack caps its own nofile/nproc at these)
 #   docker_engine_stop        stop the engine by its PID only (podman: also the conmon processes
 #                             whose bundle lies under DIR, by PID; then its leftover mounts)
 # Set CORDON_DOCKER_NO_INSTALL=1 to never apt-get install docker.io or busybox-static.

@@ -7,11 +7,14 @@
 # commands in one container (timeout and kill in it, a read-only command refused in a read-write
 # lease), a path with a colon, the owner of what a command writes (as an ordinary user), the
 # containers a killed pack process left removed when the pack starts again, the conformance
-# suite on the pack, and an engine stopped mid-run (an error, not a hang). With
-# CORDON_DOCKER_PODMAN=1, all of it again against podman's Docker-compatible API (`podman system
+# suite on the pack, and an engine stopped mid-run (an error, not a hang). Then, when podman is
+# installed (CORDON_DOCKER_PODMAN=0: never; =1: a podman that cannot start is a failure under
+# CORDON_MUST_WORK), all of it again against podman's Docker-compatible API (`podman system
 # service`, private state, runc): a nested run of this script with CORDON_DOCKER_ENGINE=podman
-# (which alone runs that engine only). Not by default yet: the pack does not pass on podman 4.3
-# (backends/docker/README.md).
+# (which alone runs that engine only). What podman 4.3 cannot give is n/a there, on the evidence
+# of that very limit (backends/docker/README.md, "Podman"): catatonit's exit 1 for a missing
+# executable, no OOMKilled (the memory limit's SIGKILL is still checked), catatonit's blocked
+# SIGTSTP/SIGTTIN/SIGTTOU (the conformance check signal-state).
 # An engine that cannot be started is a skip, unless CORDON_MUST_WORK=1.
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
@@ -85,16 +88,26 @@ out=$("$CORDON" run -- sh -c 'echo out; echo err >&2; exit 3' 2>"$TEST_TMP/err")
 is "3 out err" "$? $out $(cat "$TEST_TMP/err")" "a command's stdout, stderr and exit code"
 out=$(echo piped | "$CORDON" run -- cat)
 is piped "$out" "stdin reaches the command"
-"$CORDON" run -- /nonexistent/command >/dev/null 2>&1
-is 127 $? "a command missing in the image is exit 127"
+"$CORDON" run -- /nonexistent/command >/dev/null 2>"$TEST_TMP/err"
+rc=$?
+if [ "$ENGINE" = podman ] && [ $rc = 1 ] && grep -q 'catatonit.*failed to exec' "$TEST_TMP/err"; then
+	na "a command missing in the image fails with exit 1, not 127: podman's init (catatonit) exits 1"
+else
+	is 127 $rc "a command missing in the image is exit 127"
+fi
 t0=$SECONDS
 "$CORDON" run --timeout 1 -- sleep 30 >/dev/null 2>&1
 rc=$?
 [ $rc = 124 ] && [ $((SECONDS - t0)) -lt 15 ]
 ok $? "a timeout kills the container (exit $rc after $((SECONDS - t0)) s)"
 out=$("$CORDON" --json exec --memory 16M -- sh -c 'a=$(head -c 100000000 /dev/zero | tr "\0" x)' 2>&1 |
-	python3 -c 'import json,sys; print(json.load(sys.stdin).get("reason"))' 2>&1)
-is memory "$out" "a command over its memory limit ends with reason memory"
+	python3 -c 'import json,sys; r=json.load(sys.stdin); print(r.get("reason"), r.get("signal"))' 2>&1)
+if [ "$ENGINE" = podman ] && [ "$out" = "signaled 9" ]; then
+	ok 0 "a command over its memory limit is killed (SIGKILL)"
+	na "its reason is signaled, not memory: podman 4.3 reports no OOMKilled"
+else
+	is memory "${out%% *}" "a command over its memory limit ends with reason memory ($out)"
+fi
 "$CORDON" run --pids 4 -- sh -c 'for i in 1 2 3 4 5 6; do sleep 1 & done; wait' >/dev/null 2>"$TEST_TMP/err"
 grep -q "fork" "$TEST_TMP/err"
 ok $? "the pids limit holds in the container ($(head -c 200 "$TEST_TMP/err"))"
@@ -200,7 +213,15 @@ cat >"$TEST_TMP/conformance-setup.sh" <<EOF
 EOF
 chmod 0755 "$TEST_TMP" "$TEST_TMP/packs"
 chmod -R a+rX "$TEST_TMP/packs" "$TEST_TMP/conformance-setup.sh"
-conf=$(CORDON_CONFORMANCE_REFS=$REF CORDON_CONFORMANCE_PACKS="$TEST_TMP/packs" \
+# Podman: catatonit starts the command with SIGTSTP, SIGTTIN and SIGTTOU blocked.
+checks=
+if [ "$ENGINE" = podman ] &&
+	[ "$("$CORDON" run -- grep SigBlk /proc/self/status 2>&1)" = "SigBlk:	0000000000380000" ]; then
+	checks=$(python3 -c 'import re,sys; print(",".join(n for n in re.findall(r"^\s+\(\"([a-z-]+)\", check_", open(sys.argv[1]).read(), re.M) if n != "signal-state"))' \
+		"$top_srcdir/tests/conformance/conformance.py")
+	na "conformance signal-state: podman's init (catatonit 0.1.7) blocks SIGTSTP, SIGTTIN and SIGTTOU in the command"
+fi
+conf=$(CONFORMANCE_CHECKS=$checks CORDON_CONFORMANCE_REFS=$REF CORDON_CONFORMANCE_PACKS="$TEST_TMP/packs" \
 	CORDON_CONFORMANCE_PACK_SOCKETS=$SOCK CORDON_CONFORMANCE_SETUP="$TEST_TMP/conformance-setup.sh" \
 	bash "$top_srcdir/tests/conformance/run.sh" 2>&1)
 rc=$?
@@ -227,7 +248,8 @@ else
 fi
 
 # The same checks against podman: a nested run, its results renumbered into this one's.
-if [ -z "${CORDON_DOCKER_ENGINE:-}" ] && [ "${CORDON_DOCKER_PODMAN:-0}" = 1 ]; then
+if [ -z "${CORDON_DOCKER_ENGINE:-}" ] && [ "${CORDON_DOCKER_PODMAN:-}" != 0 ] &&
+	{ [ "${CORDON_DOCKER_PODMAN:-}" = 1 ] || command -v podman >/dev/null 2>&1; }; then
 	docker_engine_stop
 	cd "$top_builddir" || exit 1
 	nested=$(CORDON_DOCKER_ENGINE=podman bash "$0" 2>&1)
