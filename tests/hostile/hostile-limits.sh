@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Requests at every limit of the protocol are answered, and those one past it refused, without
-# ever crashing or stalling launcherd: 256 mounts, 256 Landlock rules, 4096 argv and envp
-# strings, a 128 KiB string, 64 fds (the protocol's most) and 253 (the kernel's), a 4096
+# ever crashing or stalling launcherd: 256 mounts, 256 Landlock rules, argv and envp up to the
+# command-line limit (CORDON_ARG_MAX: strings, NULs and a pointer each), a 128 KiB string, 64 fds (the protocol's most) and 253 (the kernel's), a 4096
 # instruction seccomp program, a 64-byte hostname, and frames of exactly the frame limit
 # (1 MiB of JSON) and one byte more. After each, another user is still served.
 . "${top_srcdir:-.}/tests/hostile/hostile-lib.sh"
@@ -52,11 +52,12 @@ past_limit mounts1 "257 mounts" '.mounts += [range(257 - (.mounts | length)) | {
 at_limit rules "256 Landlock rules" '.landlock.fs += [range(256 - (.landlock.fs | length)) | {"path": "/usr", "access": ["read-file"]}]'
 past_limit rules1 "257 Landlock rules" '.landlock.fs += [range(257 - (.landlock.fs | length)) | {"path": "/usr", "access": ["read-file"]}]' plan.landlock.fs
 
-# 5-8. argv and envp.
-at_limit argv "4096 argv strings" '.argv += [range(4095) | "a"]'
-past_limit argv1 "4097 argv strings" '.argv += [range(4096) | "a"]' plan.argv
-at_limit envp "4096 envp strings" '.envp += [range(4096 - (.envp | length)) | "V\(.)=x"]'
-past_limit envp1 "4097 envp strings" '.envp += [range(4097 - (.envp | length)) | "V\(.)=x"]' plan.envp
+# 5-8. argv and envp: up to the command-line limit counted as execve counts it (each string, its
+# NUL and a pointer; 2 MiB less 8 KiB), in short strings so that the frame stays under 1 MiB.
+at_limit argv "200000 argv strings (2000000 bytes counted)" '.argv += [range(199999) | "a"]'
+past_limit argv1 "210000 argv strings (past the limit)" '.argv += [range(209999) | "a"]' plan.argv
+at_limit envp "100000 envp strings" '.envp += [range(100000) | "V="]'
+past_limit envp1 "190000 envp strings (past the limit with argv)" '.envp += [range(190000) | "V="]' plan.argv
 
 # 9-10. A string of 128 KiB, and one byte more.
 at_limit string "an argv string of 128 KiB" '.argv += ["x" * 131072]'

@@ -79,6 +79,8 @@ launcherd_mode=0755
 	echo "0644 $pkgdatadir/packs/e2b/pack.json"
 	echo "0755 $pkgdatadir/packs/daytona/cordon-daytona-pack"
 	echo "0644 $pkgdatadir/packs/daytona/pack.json"
+	echo "0755 $pkgdatadir/packs/modal/cordon-modal-pack"
+	echo "0644 $pkgdatadir/packs/modal/pack.json"
 	if [ -n "${systemdsystemunitdir:-}" ]; then
 		echo "0644 $systemdsystemunitdir/cordon-launcherd.service"
 		echo "0644 $systemdsystemunitdir/cordon-launcherd.socket"

@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The Modal client (grpc-curl.c, modal-api.c) against the loopback fake (tests/fakes/modal_fake.py,
+ * started by tests/fakes/test-modal-fake.sh with a short auth token lifetime; its URL in
+ * MODAL_FAKE_URL, the credentials it accepts in MODAL_FAKE_TOKEN_ID and MODAL_FAKE_TOKEN_SECRET):
+ * a wrong secret refused with the service's message; retryable statuses retried with one
+ * idempotency key, fatal ones not; deadlines sent; create, task id, router, exec with stdout and
+ * stderr apart, stdin with EOF, exit codes and signals; a cut output stream resumed; the auth
+ * token refreshed across its expiry; list by tag; a sandbox past its timeout; terminate; the
+ * secret seen nowhere but its header; and the client's own time per exec (printed as a
+ * diagnostic, held to a generous bound).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "backends/modal/grpc-curl.h"
+#include "backends/modal/modal-api.h"
+#include "common/cleanup.h"
+#include "tests/tap.h"
+
+static const char *url, *tid, *secret;
+
+struct buf {
+	char *d;
+	size_t n;
+};
+
+static bool sink(const void *d, size_t n, void *ud)
+{
+	struct buf *b = ud;
+	char *p = realloc(b->d, b->n + n + 1);
+
+	if (!p)
+		return false;
+	memcpy(p + b->n, d, n);
+	b->n += n;
+	p[b->n] = '\0';
+	b->d = p;
+	return true;
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static json_t *hook(const char *name, const char *body)
+{
+	struct grpc_conn *c = NULL;
+	char path[64];
+	uint8_t *ans = NULL;
+	size_t n = 0;
+	struct grpc_result res;
+	struct grpc_call call = { .path = path,
+				  .req = (const uint8_t *)body,
+				  .req_len = strlen(body),
+				  .timeout_ms = 10000 };
+	json_t *j = NULL;
+
+	snprintf(path, sizeof(path), "/fake.Hooks/%s", name);
+	if (grpc_conn_new(url, &c) == 0 && grpc_unary(c, &call, &ans, &n, &res) == 0 &&
+	    res.status == GRPC_OK)
+		j = json_loadb((const char *)ans, n, 0, NULL);
+	free(ans);
+	grpc_conn_free(c);
+	return j;
+}
+
+/* How many calls of an RPC the fake saw, and whether all carried one idempotency key. */
+static int calls_of(const char *rpc, bool *same_key, bool *deadline)
+{
+	json_t *st = hook("State", "{}"), *e;
+	const char *key = NULL;
+	size_t i;
+	int n = 0;
+
+	*same_key = true;
+	*deadline = true;
+	json_array_foreach(json_object_get(st, "log"), i, e) {
+		const char *k = json_string_value(json_object_get(e, "idem"));
+
+		if (strcmp(json_string_value(json_object_get(e, "rpc")), rpc) != 0)
+			continue;
+		n++;
+		if (!k || (key && strcmp(k, key) != 0))
+			*same_key = false;
+		key = k;
+		if (!json_is_true(json_object_get(e, "timeout")))
+			*deadline = false;
+	}
+	json_decref(st);
+	return n;
+}
+
+struct run {
+	struct buf out, err;
+	int code, sig, r;
+	char msg[256];
+};
+
+static void run(struct modal_router *rt, const char *const *argv, const char *in, struct run *x)
+{
+	char exec_id[37];
+
+	memset(x, 0, sizeof(*x));
+	x->r = modal_exec_start(rt, argv, NULL, NULL, 0, exec_id, x->msg, sizeof(x->msg));
+	if (x->r < 0)
+		return;
+	x->r = modal_exec_write(rt, exec_id, 0, in ? in : "", in ? strlen(in) : 0, true, x->msg,
+				sizeof(x->msg));
+	if (x->r >= 0)
+		x->r = modal_exec_read(rt, exec_id, 0, sink, &x->out, x->msg, sizeof(x->msg));
+	if (x->r >= 0)
+		x->r = modal_exec_read(rt, exec_id, 1, sink, &x->err, x->msg, sizeof(x->msg));
+	if (x->r >= 0)
+		x->r = modal_exec_wait(rt, exec_id, &x->code, &x->sig, x->msg, sizeof(x->msg));
+}
+
+static void run_done(struct run *x)
+{
+	free(x->out.d);
+	free(x->err.d);
+}
+
+static bool has(char **ids, const char *id)
+{
+	for (char **p = ids; p && *p; p++)
+		if (strcmp(*p, id) == 0)
+			return true;
+	return false;
+}
+
+static void ids_free(char **ids)
+{
+	for (char **p = ids; p && *p; p++)
+		free(*p);
+	free(ids);
+}
+
+int main(void)
+{
+	struct modal_client *c = NULL, *bad = NULL;
+	struct modal_router *rt = NULL, *rt2 = NULL;
+	_cleanup_free_ char *app = NULL, *sb = NULL, *task = NULL, *sb2 = NULL, *task2 = NULL,
+			    *none = NULL;
+	char msg[256] = "", **ids = NULL;
+	bool same, dl;
+	struct run x;
+	int r, n;
+	unsigned auths;
+	json_t *st;
+
+	url = getenv("MODAL_FAKE_URL");
+	tid = getenv("MODAL_FAKE_TOKEN_ID");
+	secret = getenv("MODAL_FAKE_TOKEN_SECRET");
+	if (!url || !tid || !secret) {
+		printf("1..0 # SKIP MODAL_FAKE_URL/_TOKEN_ID/_TOKEN_SECRET unset\n");
+		return 0;
+	}
+	plan_lazy();
+
+	/* wrong credentials: the service's own message */
+	ok(modal_client_new(url, tid, "as-wrong", &bad) == 0, "client with a wrong secret");
+	r = modal_auth(bad, msg, sizeof(msg));
+	is_int(-EACCES, r, "a wrong secret is refused");
+	ok(strstr(msg, "token secret is invalid") != NULL, "with the service's message (%s)", msg);
+	modal_client_free(bad);
+
+	ok(modal_client_new(url, tid, secret, &c) == 0, "client");
+	is_int(0, modal_auth(c, msg, sizeof(msg)), "auth token (%s)", msg);
+	is_int(0, modal_app_get_or_create(c, "cordon", "main", &app, msg, sizeof(msg)),
+	       "app get-or-create (%s)", msg);
+
+	/* retryable, then fatal statuses */
+	json_decref(hook("Fault", "{\"rpc\":\"SandboxCreate\",\"code\":14,\"count\":2}"));
+	{
+		const char *env[] = { "GREETING=hi", NULL };
+		struct modal_sandbox_spec s = { .app_id = app,
+						.image_id = "im-test",
+						.workdir = "/root/workspace",
+						.env = env,
+						.tag_name = "cordon-lease",
+						.tag_value = "L1",
+						.milli_cpu = 1000,
+						.memory_mb = 512,
+						.timeout_secs = 600 };
+
+		r = modal_sandbox_create(c, &s, &sb, msg, sizeof(msg));
+		is_int(0, r, "create succeeds after two UNAVAILABLE (%s)", msg);
+		n = calls_of("SandboxCreate", &same, &dl);
+		is_int(3, n, "three attempts");
+		ok(same, "one idempotency key across the attempts");
+		ok(dl, "each with a deadline (grpc-timeout)");
+
+		json_decref(
+			hook("Fault",
+			     "{\"rpc\":\"SandboxCreate\",\"code\":9,\"message\":\"quota: no\"}"));
+		r = modal_sandbox_create(c, &s, &none, msg, sizeof(msg));
+		is_int(-EPROTO, r, "FAILED_PRECONDITION fails");
+		is_str("quota: no", msg, "with its message");
+		n = calls_of("SandboxCreate", &same, &dl);
+		is_int(4, n, "not retried");
+
+		json_decref(hook("Fault", "{\"rpc\":\"SandboxCreate\",\"code\":8,\"count\":5}"));
+		r = modal_sandbox_create(c, &s, &none, msg, sizeof(msg));
+		is_int(-EAGAIN, r, "RESOURCE_EXHAUSTED past the retries fails");
+		n = calls_of("SandboxCreate", &same, &dl);
+		is_int(7, n, "after three attempts");
+		json_decref(hook("Fault", "{\"rpc\":\"SandboxCreate\",\"code\":8,\"count\":0}"));
+
+		s.image_id = "nope";
+		r = modal_sandbox_create(c, &s, &none, msg, sizeof(msg));
+		is_int(-ENOENT, r, "an unknown image is NOT_FOUND");
+		ok(strstr(msg, "Image 'nope' not found") != NULL, "with the service's message");
+	}
+
+	is_int(0, modal_sandbox_task_id(c, sb, &task, msg, sizeof(msg)), "task id (%s)", msg);
+	is_int(0, modal_router_open(c, task, &rt, msg, sizeof(msg)), "router access (%s)", msg);
+
+	/* exec: stdout and stderr apart, stdin with EOF, exit code */
+	{
+		const char *argv[] = {
+			"sh", "-c", "cat; echo \"$GREETING err\" >&2; pwd | sed 's,.*/,,'; exit 3",
+			NULL
+		};
+
+		run(rt, argv, "hello\n", &x);
+		is_int(0, x.r, "exec (%s)", x.msg);
+		is_str("hello\nworkspace\n", x.out.d, "stdout: stdin to EOF, then the workdir");
+		is_str("hi err\n", x.err.d, "stderr apart, with the sandbox's environment");
+		is_int(3, x.code, "exit code 3");
+		run_done(&x);
+	}
+	{
+		const char *argv[] = { "sh", "-c", "kill -TERM $$", NULL };
+
+		run(rt, argv, NULL, &x);
+		is_int(0, x.r, "exec of a signalled command (%s)", x.msg);
+		ok(x.code < 0 && x.sig == 15, "ended by signal 15 (code %d signal %d)", x.code,
+		   x.sig);
+		run_done(&x);
+	}
+	{
+		const char *argv[] = { "seq", "1", "30000", NULL };
+		size_t want = 0;
+
+		for (int i = 1; i <= 30000; i++)
+			want += (size_t)snprintf(NULL, 0, "%d\n", i);
+		json_decref(hook("Fault", "{\"rpc\":\"TaskExecStdioRead\",\"kind\":\"cut\"}"));
+		run(rt, argv, NULL, &x);
+		is_int(0, x.r, "exec with its output stream cut (%s)", x.msg);
+		is_int((long long)want, (long long)x.out.n,
+		       "the whole output, resumed at its offset");
+		ok(x.out.d && strncmp(x.out.d, "1\n2\n", 4) == 0 &&
+			   strcmp(x.out.d + x.out.n - 6, "30000\n") == 0,
+		   "in order");
+		run_done(&x);
+	}
+
+	/* the auth token expires mid-lease: refreshed */
+	auths = modal_auth_count(c);
+	sleep(3);
+	r = modal_sandbox_list(c, app, "cordon-lease", "L1", &ids, msg, sizeof(msg));
+	is_int(0, r, "list by tag after the auth token expired (%s)", msg);
+	ok(modal_auth_count(c) > auths, "a new auth token was fetched");
+	ok(has(ids, sb) && ids[1] == NULL, "the list holds the tagged sandbox only");
+	ids_free(ids);
+	ids = NULL;
+
+	/* a sandbox that times out */
+	{
+		struct modal_sandbox_spec s = { .app_id = app,
+						.image_id = "im-test",
+						.timeout_secs = 1 };
+		const char *argv[] = { "sleep", "30", NULL };
+
+		is_int(0, modal_sandbox_create(c, &s, &sb2, msg, sizeof(msg)), "short sandbox");
+		is_int(0, modal_sandbox_task_id(c, sb2, &task2, msg, sizeof(msg)), "its task");
+		is_int(0, modal_router_open(c, task2, &rt2, msg, sizeof(msg)), "its router");
+		run(rt2, argv, NULL, &x);
+		ok(x.r == -ENOENT, "a command outlived by its sandbox fails (%d, %s)", x.r, x.msg);
+		run_done(&x);
+		free(task2);
+		task2 = NULL;
+		r = modal_sandbox_task_id(c, sb2, &task2, msg, sizeof(msg));
+		ok(r == -ENOENT && strstr(msg, "timed out"), "its task: timed out (%s)", msg);
+	}
+
+	/* terminate */
+	is_int(0, modal_sandbox_terminate(c, sb, msg, sizeof(msg)), "terminate (%s)", msg);
+	r = modal_sandbox_list(c, app, "cordon-lease", "L1", &ids, msg, sizeof(msg));
+	ok(r == 0 && !has(ids, sb), "gone from the list");
+	ids_free(ids);
+	{
+		const char *argv[] = { "true", NULL };
+
+		run(rt, argv, NULL, &x);
+		is_int(-ENOENT, x.r, "exec in a terminated sandbox fails (%s)", x.msg);
+		run_done(&x);
+	}
+
+	/* the client's own time per exec over the fake's */
+	{
+		struct modal_sandbox_spec s = { .app_id = app,
+						.image_id = "im-test",
+						.timeout_secs = 600 };
+		const char *argv[] = { "true", NULL };
+		double t0, wall, h0, h1;
+		int calls0, calls1, N = 40;
+
+		free(sb2);
+		free(task2);
+		sb2 = task2 = NULL;
+		rt2 = modal_router_free(rt2);
+		r = modal_sandbox_create(c, &s, &sb2, msg, sizeof(msg));
+		if (r == 0)
+			r = modal_sandbox_task_id(c, sb2, &task2, msg, sizeof(msg));
+		if (r == 0)
+			r = modal_router_open(c, task2, &rt2, msg, sizeof(msg));
+		is_int(0, r, "bench sandbox (%s)", msg);
+		st = hook("State", "{}");
+		h0 = json_number_value(json_object_get(st, "handlerSeconds"));
+		calls0 = (int)json_integer_value(json_object_get(st, "handlerCalls"));
+		json_decref(st);
+		t0 = now();
+		for (int i = 0; i < N; i++) {
+			run(rt2, argv, NULL, &x);
+			if (x.r < 0 || x.code != 0)
+				break;
+			run_done(&x);
+		}
+		wall = now() - t0;
+		st = hook("State", "{}");
+		h1 = json_number_value(json_object_get(st, "handlerSeconds"));
+		calls1 = (int)json_integer_value(json_object_get(st, "handlerCalls"));
+		json_decref(st);
+		diag("per exec (start, stdin EOF, stdout, stderr, wait): %.2f ms wall, %.2f ms in the "
+		     "fake's handlers, %.2f ms added by the client and the transport (%d calls)",
+		     wall * 1000 / N, (h1 - h0) * 1000 / N, (wall - (h1 - h0)) * 1000 / N,
+		     calls1 - calls0);
+		ok((wall - (h1 - h0)) * 1000 / N < 200, "client overhead per exec is bounded");
+		modal_sandbox_terminate(c, sb2, msg, sizeof(msg));
+	}
+
+	/* the secret: nowhere but its own header */
+	st = hook("State", "{}");
+	ok(st != NULL, "fake state");
+	is_int(0, (long long)json_array_size(json_object_get(st, "leaks")),
+	       "the secret was sent nowhere but x-modal-token-secret");
+	json_decref(st);
+
+	modal_router_free(rt);
+	modal_router_free(rt2);
+	modal_client_free(c);
+	return tap_exit_status();
+}
