@@ -80,6 +80,9 @@ typedef void (*backend_spawn_cb)(struct backend_instance *bi, const char *sandbo
  * engine binds host_path at mount_point), transfer (a tar of the tree goes to the backend at
  * acquire and a tar of its tree comes back at release), none.
  */
+/* Where a `bind` backend presents the workspace unless the policy says (mountAt). */
+#define BACKEND_BIND_MOUNT_POINT "/workspace"
+
 struct backend_workspace {
 	const char *host_path;	 /* canonical; NULL: the request has no workspace */
 	int dir_fd;		 /* O_PATH directory opened by the controller as the user, or -1 */

@@ -675,6 +675,11 @@ static int process_workspace(struct process *p, struct ctl_plan *plan, const cha
 	rel = cwd ? path_under(cwd, plan->ws_mount) : NULL;
 	if (rel && !(p->ws_cwd = strdup(*rel ? rel : ".")))
 		return -ENOMEM;
+	/* A backend that binds the host path somewhere of its own (an engine's container)
+	 * presents it at /workspace unless the policy says where (mountAt). */
+	if (!lease_mount && p->bi->claims.workspace == BACKEND_ATTACH_BIND &&
+	    streq(plan->ws_mount, plan->ws_path))
+		lease_mount = BACKEND_BIND_MOUNT_POINT;
 	p->ws_path = TAKE_PTR(plan->ws_path);
 	p->ws_read_only = plan->ws_read_only;
 	p->ws_mount = lease_mount ? strdup(lease_mount) : TAKE_PTR(plan->ws_mount);

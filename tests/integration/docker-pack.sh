@@ -112,7 +112,7 @@ fi
 grep -q "fork" "$TEST_TMP/err"
 ok $? "the pids limit holds in the container ($(head -c 200 "$TEST_TMP/err"))"
 out=$("$CORDON" run -- pwd)
-is "$TEST_TMP/work" "$out" "the command starts in the workspace, where the controller presents it"
+is /workspace "$out" "the command starts in the workspace, presented at /workspace"
 
 "$CORDON" run --workspace-access read-only -- sh -c 'echo x >ro.txt' >/dev/null 2>&1
 rc=$?
@@ -154,8 +154,8 @@ ok $? "a read-only command in a read-write lease is refused, not run read-write 
 is 0 "$(pack_containers)" "release removes it"
 mkdir -p "$TEST_TMP/work/a:b"
 out=$(cd "$TEST_TMP/work/a:b" && "$CORDON" run -- sh -c 'pwd; echo x >f' 2>&1)
-is "0 $TEST_TMP/work/a:b x" "$? $out $(cat "$TEST_TMP/work/a:b/f" 2>&1)" \
-	"a workspace whose path has a colon is bound as it is"
+is "0 /workspace x" "$? $out $(cat "$TEST_TMP/work/a:b/f" 2>&1)" \
+	"a workspace whose path has a colon is bound as it is (at /workspace)"
 
 # Files a command writes belong to the user who runs it: an ordinary user of its own
 # controller, with access to this engine's socket (its group).
