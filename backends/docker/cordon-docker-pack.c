@@ -1062,6 +1062,13 @@ static void pull_line(struct pull *p)
 		return;
 	(void)snprintf(p->last, sizeof(p->last), "%s", msg);
 	fprintf(stderr, "cordon-docker-pack: pulling %s: %s\n", image, msg);
+	/* And to the user's event stream (backend-progress). */
+	{
+		char line[600];
+
+		(void)snprintf(line, sizeof(line), "pulling %s: %s", image, msg);
+		send_msg(jsonrpc_notification_new("progress", json_pack("{s:s}", "message", line)));
+	}
 }
 
 static size_t pull_write(char *d, size_t size, size_t n, void *ud)
@@ -1083,7 +1090,7 @@ static size_t pull_write(char *d, size_t size, size_t n, void *ud)
 
 /*
  * Pull the configured image (POST /images/create), its progress logged line by line on stderr
- * (the controller's log: the pack protocol has no progress notification). Bounded by prepare's
+ * (the controller's log) and sent as progress notifications (the user's events). Bounded by prepare's
  * own timeout; any failure names the image.
  */
 static int pull_image(char *err, size_t err_size)

@@ -75,6 +75,7 @@ struct spawn_req;
 
 struct pack_inst {
 	struct backend_instance *bi;
+	unsigned long long last_progress; /* the last progress notification relayed */
 	struct pack_backend *pb;
 	struct ctl_launcher *l;
 	struct event_source *lsrc;
@@ -226,6 +227,29 @@ static const char *error_message(json_t *error, int r)
 }
 
 /* ------------------------------------------------------------------------- from the pack */
+
+/* Progress of a long operation (an image pulled at prepare): a backend-progress event, display
+ * text only, at most one every PROGRESS_INTERVAL_USEC per instance (the rest dropped). */
+#define PROGRESS_INTERVAL_USEC (100ULL * 1000)
+
+static void on_progress(struct pack_inst *pi, json_t *params)
+{
+	json_t *m = json_object_get(params, "message");
+	unsigned long long now = now_usec();
+
+	if (!json_is_string(m) || json_string_length(m) > 512 ||
+	    !backend_text_is_safe(json_string_value(m), json_string_length(m))) {
+		log_warning("%s: ignoring a progress notification that is not display text",
+			    pi->bi->name);
+		return;
+	}
+	if (now - pi->last_progress < PROGRESS_INTERVAL_USEC)
+		return;
+	pi->last_progress = now;
+	pi->bi->host->event(pi->bi->host, "backend-progress",
+			    json_pack("{s:s,s:s}", "launcher", pi->bi->name, "message",
+				      json_string_value(m)));
+}
 
 static void on_exited(struct pack_inst *pi, json_t *params)
 {
@@ -416,6 +440,8 @@ static void pack_message(struct pack_inst *pi, json_t *msg)
 	case JSONRPC_KIND_NOTIFICATION:
 		if (streq(method, "exited") && json_is_object(body))
 			on_exited(pi, body);
+		else if (streq(method, "progress") && json_is_object(body))
+			on_progress(pi, body);
 		else
 			log_debug("%s: ignoring the notification \"%.32s\"", pi->bi->name, method);
 		return;

@@ -225,6 +225,16 @@ for k in newcomers:
     k.close()
 r = call(c, "backend.activate", {"backend": "builtin:auto"})
 
+# A pack's progress notification (the test pack says it prepares) is a backend-progress event.
+ev = Conn(SOCK)
+call(ev, "events.subscribe", {"follow": True})
+r = call(c, "backend.activate", {"backend": REF, "settings": {"prepareDelayMs": 0}})
+prog = ev.wait_event("backend-progress", lambda p: p.get("message") == "preparing the test pack")
+t.ok(prog is not None and prog.get("launcher") == r.get("result", {}).get("launcher"),
+     "a pack's progress notification is a backend-progress event naming its instance", prog)
+ev.close()
+call(c, "backend.activate", {"backend": "builtin:auto"})
+
 # Step 7: a failing dispose keeps the new activation, warns, retries.
 ev = Conn(SOCK)
 call(ev, "events.subscribe", {"follow": True})

@@ -183,6 +183,9 @@ static void do_prepare(json_t *id)
 		(void)snprintf(interaction_answer, sizeof(interaction_answer), "%s",
 			       text ? text : "");
 	}
+	/* Progress, as a pack doing something long says it (the controller relays it). */
+	send_msg(jsonrpc_notification_new("progress", json_pack("{s:s}", "message",
+								"preparing the test pack")));
 	if (streq(fail_at, "prepare"))
 		reply_error(id, "failAt=prepare", NULL);
 	else
