@@ -121,8 +121,9 @@ int policy_explain_path(const struct policy *p, const struct compile_ctx *ctx, c
 	rule = rule_for(p, path);
 
 	if (!type) {
-		why = strdup("no rule puts it in the sandbox: the root is an empty, read-only tmpfs "
-			     "(add it to filesystem.read or filesystem.write)");
+		why = strdup(
+			"no rule puts it in the sandbox: the root is an empty, read-only tmpfs "
+			"(add it to filesystem.read or filesystem.write)");
 	} else if (streq(type, "deny")) {
 		int k = covering(p->fs.deny, path);
 
@@ -138,7 +139,8 @@ int policy_explain_path(const struct policy *p, const struct compile_ctx *ctx, c
 		const char *rel = ws->present ? rel_under(path, ws->path) : NULL;
 
 		visible = true;
-		readable = !landlock || has_right(rights, "read-file") || has_right(rights, "read-dir");
+		readable = !landlock || has_right(rights, "read-file") ||
+			   has_right(rights, "read-dir");
 		writable = !ro && (!landlock || has_right(rights, "write-file") ||
 				   has_right(rights, "make-reg"));
 		if (ro && rel && *rel && policy_host_exec_match(p, rel)) {
@@ -148,8 +150,8 @@ int policy_explain_path(const struct policy *p, const struct compile_ctx *ctx, c
 			why = strdup("the host runs it: kept read-only inside a writable workspace "
 				     "(opt out with filesystem.hostExecuted.allow)");
 		} else
-			why = strdup_printf("the host's %s, %s", json_string_value(
-						    json_object_get(decider, "target")),
+			why = strdup_printf("the host's %s, %s",
+					    json_string_value(json_object_get(decider, "target")),
 					    ro ? "bound read-only" : "bound read-write");
 	} else if (streq(type, "tmpfs") || streq(type, "dir")) {
 		const char *t = json_string_value(json_object_get(decider, "target"));
