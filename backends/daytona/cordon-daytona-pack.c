@@ -28,7 +28,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -38,13 +37,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backends/remote/remote-http.h"
+#include "backends/remote/remote-owner.h"
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
@@ -941,61 +939,12 @@ static void strip_slash(char *s)
 		s[--n] = '\0';
 }
 
-static int random_hex(char *out, size_t bytes)
-{
-	uint8_t b[32];
-
-	if (bytes > sizeof(b) || getrandom(b, bytes, 0) != (ssize_t)bytes)
-		return -EIO;
-	for (size_t i = 0; i < bytes; i++)
-		(void)sprintf(out + 2 * i, "%02x", b[i]);
-	return 0;
-}
-
-static bool hex_ok(const char *s, size_t n)
-{
-	if (!s || strlen(s) != n)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-			return false;
-	return true;
-}
-
 /* This host's id (kept in the state directory) and this instance's owner lock. */
 static int setup_identity(void)
 {
-	_cleanup_close_ int fd = -1;
-	char buf[64] = "";
-	ssize_t k;
-	_cleanup_free_ char *path = NULL;
+	int r = remote_host_id(host_id);
 
-	fd = open("host-id", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && (k = read(fd, buf, 32)) == 32 && (buf[32] = '\0', hex_ok(buf, 32)))
-		memcpy(host_id, buf, 33);
-	else {
-		fd = safe_close(fd);
-		if (random_hex(host_id, 16) < 0)
-			return -EIO;
-		fd = open("host-id.new", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-			  0600);
-		if (fd < 0 || loop_write(fd, host_id, 32) < 0 ||
-		    rename("host-id.new", "host-id") < 0)
-			return -errno;
-	}
-	if (owner_lock_fd >= 0)
-		return 0;
-	if (mkdir("owners", 0700) < 0 && errno != EEXIST)
-		return -errno;
-	if (random_hex(owner, 16) < 0)
-		return -EIO;
-	path = strdup_printf("owners/%s", owner);
-	if (!path)
-		return -ENOMEM;
-	owner_lock_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (owner_lock_fd < 0 || flock(owner_lock_fd, LOCK_EX | LOCK_NB) < 0)
-		return -errno;
-	return 0;
+	return r < 0 ? r : remote_owner_take(owner, &owner_lock_fd);
 }
 
 static void do_configure(json_t *id, json_t *params)
@@ -1077,17 +1026,13 @@ static void do_prepare(json_t *id)
 		json_t *lb = json_object_get(e, "labels");
 		const char *sid = json_string_value(json_object_get(e, "id"));
 		const char *own = json_string_value(json_object_get(lb, "cordonOwner"));
-		_cleanup_free_ char *lock = NULL;
-		_cleanup_close_ int fd = -1;
-
-		if (!sandbox_id_ok(sid) || !hex_ok(own, 32) || streq(own, owner) ||
+		if (!sandbox_id_ok(sid) || !remote_hex_ok(own, REMOTE_ID_HEX) ||
+		    streq(own, owner) ||
 		    !streq(json_string_value(json_object_get(lb, "cordonHost")) ?: "", host_id) ||
 		    !streq(json_string_value(json_object_get(lb, "cordonPack")) ?: "", PACK_ID))
 			continue;
-		lock = strdup_printf("owners/%s", own);
-		fd = lock ? open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
 		/* Its owner still lives (holds the lock): an instance still serving its leases. */
-		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
+		if (remote_owner_live(own))
 			continue;
 		if (delete_sandbox(c, sid, msg, sizeof(msg)) == 0) {
 			removed++;
@@ -1097,22 +1042,7 @@ static void do_prepare(json_t *id)
 				msg);
 	}
 	/* Owner files whose lock is free and that own nothing any more. */
-	{
-		DIR *d = opendir("owners");
-		struct dirent *de;
-
-		while (d && (de = readdir(d))) {
-			_cleanup_close_ int fd = -1;
-
-			if (!hex_ok(de->d_name, 32) || streq(de->d_name, owner))
-				continue;
-			fd = openat(dirfd(d), de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-			if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
-				(void)unlinkat(dirfd(d), de->d_name, 0);
-		}
-		if (d)
-			closedir(d);
-	}
+	remote_owners_prune(owner);
 	rhttp_client_free(c);
 	fprintf(stderr, "cordon-daytona-pack: prepared (%zu orphans removed)\n", removed);
 	reply(id, json_object());
@@ -1319,7 +1249,7 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 		return;
 	}
 	p = calloc(1, sizeof(*p));
-	if (!p || random_hex(hex, 8) < 0) {
+	if (!p || remote_random_hex(hex, 8) < 0) {
 		free(p);
 		reply_error(id, "out of memory", "spawn");
 		return;

@@ -20,7 +20,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -30,13 +29,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backends/remote/remote-http.h"
+#include "backends/remote/remote-owner.h"
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
@@ -671,61 +669,12 @@ static void strip_slash(char *s)
 		s[--n] = '\0';
 }
 
-static int random_hex(char *out, size_t bytes)
-{
-	uint8_t b[32];
-
-	if (bytes > sizeof(b) || getrandom(b, bytes, 0) != (ssize_t)bytes)
-		return -EIO;
-	for (size_t i = 0; i < bytes; i++)
-		(void)sprintf(out + 2 * i, "%02x", b[i]);
-	return 0;
-}
-
-static bool hex_ok(const char *s, size_t n)
-{
-	if (!s || strlen(s) != n)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-			return false;
-	return true;
-}
-
 /* This host's id (kept in the state directory) and this instance's owner lock. */
 static int setup_identity(void)
 {
-	_cleanup_close_ int fd = -1;
-	char buf[64] = "";
-	ssize_t k;
-	_cleanup_free_ char *path = NULL;
+	int r = remote_host_id(host_id);
 
-	fd = open("host-id", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && (k = read(fd, buf, 32)) == 32 && (buf[32] = '\0', hex_ok(buf, 32)))
-		memcpy(host_id, buf, 33);
-	else {
-		fd = safe_close(fd);
-		if (random_hex(host_id, 16) < 0)
-			return -EIO;
-		fd = open("host-id.new", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-			  0600);
-		if (fd < 0 || loop_write(fd, host_id, 32) < 0 ||
-		    rename("host-id.new", "host-id") < 0)
-			return -errno;
-	}
-	if (owner_lock_fd >= 0)
-		return 0;
-	if (mkdir("owners", 0700) < 0 && errno != EEXIST)
-		return -errno;
-	if (random_hex(owner, 16) < 0)
-		return -EIO;
-	path = strdup_printf("owners/%s", owner);
-	if (!path)
-		return -ENOMEM;
-	owner_lock_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (owner_lock_fd < 0 || flock(owner_lock_fd, LOCK_EX | LOCK_NB) < 0)
-		return -errno;
-	return 0;
+	return r < 0 ? r : remote_owner_take(owner, &owner_lock_fd);
 }
 
 static void do_configure(json_t *id, json_t *params)
@@ -816,16 +765,12 @@ static void do_prepare(json_t *id)
 		json_t *md = json_object_get(e, "metadata");
 		const char *sid = json_string_value(json_object_get(e, "sandboxID"));
 		const char *own = json_string_value(json_object_get(md, "cordonOwner"));
-		_cleanup_free_ char *lock = NULL;
-		_cleanup_close_ int fd = -1;
-
-		if (!sandbox_id_ok(sid) || !hex_ok(own, 32) || streq(own, owner) ||
+		if (!sandbox_id_ok(sid) || !remote_hex_ok(own, REMOTE_ID_HEX) ||
+		    streq(own, owner) ||
 		    !streq(json_string_value(json_object_get(md, "cordonHost")) ?: "", host_id))
 			continue;
-		lock = strdup_printf("owners/%s", own);
-		fd = lock ? open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
 		/* Its owner still lives (holds the lock): an instance still serving its leases. */
-		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
+		if (remote_owner_live(own))
 			continue;
 		if (kill_sandbox(c, sid, msg, sizeof(msg)) == 0) {
 			killed++;
@@ -834,22 +779,7 @@ static void do_prepare(json_t *id)
 			fprintf(stderr, "cordon-e2b-pack: cannot remove orphan %s: %s\n", sid, msg);
 	}
 	/* Owner files whose lock is free and that own nothing any more. */
-	{
-		DIR *d = opendir("owners");
-		struct dirent *de;
-
-		while (d && (de = readdir(d))) {
-			_cleanup_close_ int fd = -1;
-
-			if (!hex_ok(de->d_name, 32) || streq(de->d_name, owner))
-				continue;
-			fd = openat(dirfd(d), de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-			if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
-				(void)unlinkat(dirfd(d), de->d_name, 0);
-		}
-		if (d)
-			closedir(d);
-	}
+	remote_owners_prune(owner);
 	rhttp_client_free(c);
 	fprintf(stderr, "cordon-e2b-pack: prepared (%zu orphans removed)\n", killed);
 	reply(id, json_object());

@@ -4,7 +4,8 @@
 ## service its tests run against.
 noinst_LIBRARIES += libremote.a
 libremote_a_SOURCES = \
-	backends/remote/remote-http.c backends/remote/remote-http.h
+	backends/remote/remote-http.c backends/remote/remote-http.h \
+	backends/remote/remote-owner.c backends/remote/remote-owner.h
 libremote_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS) -pthread
 
 e2bpackdir = $(pkgdatadir)/packs/e2b
