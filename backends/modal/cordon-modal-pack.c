@@ -32,12 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backends/modal/modal-api.h"
+#include "backends/remote/remote-owner.h"
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
@@ -383,46 +383,6 @@ static unsigned num_setting(json_t *settings, const char *key, unsigned dflt, un
 	return dflt;
 }
 
-static int random_hex(char *out, size_t bytes)
-{
-	uint8_t b[32];
-
-	if (bytes > sizeof(b) || getrandom(b, bytes, 0) != (ssize_t)bytes)
-		return -EIO;
-	for (size_t i = 0; i < bytes; i++)
-		(void)sprintf(out + 2 * i, "%02x", b[i]);
-	return 0;
-}
-
-static bool hex_ok(const char *s, size_t n)
-{
-	if (!s || strlen(s) != n)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-			return false;
-	return true;
-}
-
-static int setup_owner(void)
-{
-	_cleanup_free_ char *path = NULL;
-
-	if (owner_lock_fd >= 0)
-		return 0;
-	if (mkdir("owners", 0700) < 0 && errno != EEXIST)
-		return -errno;
-	if (random_hex(owner, 16) < 0)
-		return -EIO;
-	path = strdup_printf("owners/%s", owner);
-	if (!path)
-		return -ENOMEM;
-	owner_lock_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (owner_lock_fd < 0 || flock(owner_lock_fd, LOCK_EX | LOCK_NB) < 0)
-		return -errno;
-	return 0;
-}
-
 static void wipe_json_string(json_t *s)
 {
 	if (json_is_string(s))
@@ -471,7 +431,7 @@ static void do_configure(json_t *id, json_t *params)
 			    "configure");
 		return;
 	}
-	if (setup_owner() < 0) {
+	if (remote_owner_take(owner, &owner_lock_fd) < 0) {
 		reply_error(id, "cannot set up the pack's state", "configure");
 		return;
 	}
@@ -504,7 +464,7 @@ static void do_prepare(json_t *id)
 		_cleanup_close_ int fd = -1;
 		char **ids = NULL;
 
-		if (!hex_ok(de->d_name, 32) || streq(de->d_name, owner))
+		if (!remote_hex_ok(de->d_name, REMOTE_ID_HEX) || streq(de->d_name, owner))
 			continue;
 		fd = openat(dirfd(d), de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 		/* Its owner still lives (holds the lock): an instance still serving its leases. */
