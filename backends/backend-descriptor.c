@@ -348,7 +348,7 @@ const char *backend_isolation_to_string(enum backend_isolation i)
 static const char *const platform_names[] = { "linux", "macos", "windows", NULL };
 static const char *const enforces_names[] = { "filesystem", "network", "limits",
 					      "syscalls",   "env",     NULL };
-static const char *const network_names[] = { "none", "loopback", "proxy", "host", NULL };
+static const char *const network_names[] = { "none", "loopback", "proxy", "host", "unix", NULL };
 
 static const char *const attach_names[_BACKEND_ATTACH_MAX] = {
 	[BACKEND_ATTACH_DIRECT] = "direct",

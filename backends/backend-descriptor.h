@@ -142,6 +142,7 @@ enum {
 	BACKEND_NETWORK_LOOPBACK = 1U << 1,
 	BACKEND_NETWORK_PROXY = 1U << 2,
 	BACKEND_NETWORK_HOST = 1U << 3,
+	BACKEND_NETWORK_UNIX = 1U << 4,
 };
 
 /* How a backend attaches a workspace (claims.workspace; default direct). */

@@ -63,7 +63,7 @@ static const char *plan_text =
 
 static const char floor_text[] = "{\"maxNetwork\":\"host\"}\n";
 static const char *bwrap_path = "/usr/bin/bwrap";
-static json_t *plan;
+static json_t *plan, *versus; /* versus: --versus, a second plan measured in the same rounds */
 static int usr_fd = -1;
 
 static double now_ms(void)
@@ -288,18 +288,19 @@ int main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 's' },
 		{ "bwrap", required_argument, NULL, 'b' },
 		{ "plan", required_argument, NULL, 'p' },
+		{ "versus", required_argument, NULL, 'v' },
 		{ "launcherd-only", no_argument, NULL, 'o' },
 		{},
 	};
-	const char *launcherd = "./cordon-launcherd", *plan_file = NULL;
+	const char *launcherd = "./cordon-launcherd", *plan_file = NULL, *versus_file = NULL;
 	char sock[] = "/tmp/cordon-bench.XXXXXX";
 	char sock_path[64], floor_path[64];
 	int ret = 1;
-	int rounds = 300, c;
+	int rounds = 300, c, r;
 	bool only = false;
 	double seconds = 5;
 	struct ctl_launcher *l = NULL;
-	double *t_plain, *t_bwrap, *t_ld, *ratio, *diff;
+	double *t_plain, *t_bwrap, *t_ld, *ratio, *diff, *t_vs, *vs_ratio, *vs_diff;
 	pid_t ld;
 	long rss_idle, rss_after;
 	double baseline;
@@ -321,6 +322,9 @@ int main(int argc, char **argv)
 		case 'p': /* another plan, fd 0 = /usr, for measuring variants */
 			plan_file = optarg;
 			break;
+		case 'v': /* a variant plan, timed in the same alternation as the plan */
+			versus_file = optarg;
+			break;
 		case 'o': /* launcherd's throughput alone, e.g. under perf record */
 			only = true;
 			break;
@@ -337,8 +341,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	plan = plan_file ? json_load_file(plan_file, 0, NULL) : json_loads(plan_text, 0, NULL);
+	versus = versus_file ? json_load_file(versus_file, 0, NULL) : NULL;
 	usr_fd = open("/usr", O_PATH | O_CLOEXEC);
-	if (!plan || usr_fd < 0 || !mkdtemp(sock))
+	if (!plan || (versus_file && !versus) || usr_fd < 0 || !mkdtemp(sock))
 		return 1;
 	(void)snprintf(sock_path, sizeof(sock_path), "%s/ld.sock", sock);
 	(void)snprintf(floor_path, sizeof(floor_path), "%s/floor.json", sock);
@@ -387,7 +392,10 @@ int main(int argc, char **argv)
 	t_ld = calloc((size_t)rounds, sizeof(double));
 	ratio = calloc((size_t)rounds, sizeof(double));
 	diff = calloc((size_t)rounds, sizeof(double));
-	if (!t_plain || !t_bwrap || !t_ld || !ratio || !diff)
+	t_vs = calloc((size_t)rounds, sizeof(double));
+	vs_ratio = calloc((size_t)rounds, sizeof(double));
+	vs_diff = calloc((size_t)rounds, sizeof(double));
+	if (!t_plain || !t_bwrap || !t_ld || !ratio || !diff || !t_vs || !vs_ratio || !vs_diff)
 		goto out;
 	/* Warm-up: caches, the daemon's first allocations. */
 	for (int i = 0; i < 20; i++) {
@@ -411,6 +419,19 @@ int main(int argc, char **argv)
 		t_ld[i] = now_ms() - t0;
 		ratio[i] = t_ld[i] / t_bwrap[i];
 		diff[i] = t_ld[i] - t_plain[i];
+		if (versus) {
+			json_t *p = plan;
+
+			plan = versus;
+			t0 = now_ms();
+			r = run_launcherd(l);
+			t_vs[i] = now_ms() - t0;
+			plan = p;
+			if (r < 0)
+				goto out;
+			vs_ratio[i] = t_vs[i] / t_ld[i];
+			vs_diff[i] = t_vs[i] - t_ld[i];
+		}
 	}
 
 	printf("latency, request -> reaped, /bin/true, %d paired rounds (medians)\n", rounds);
@@ -421,6 +442,13 @@ int main(int argc, char **argv)
 	       bench_median(ratio, (size_t)rounds));
 	printf("  launcherd - fork+exec %6.3f ms  (target <= 1.0 ms)\n",
 	       bench_median(diff, (size_t)rounds));
+	if (versus) {
+		printf("  launcherd, --versus  %7.3f ms\n", bench_median(t_vs, (size_t)rounds));
+		printf("  versus / plan        %7.3f     (paired)\n",
+		       bench_median(vs_ratio, (size_t)rounds));
+		printf("  versus - plan        %7.3f ms  (paired)\n",
+		       bench_median(vs_diff, (size_t)rounds));
+	}
 	fflush(stdout);
 
 	{
@@ -449,6 +477,29 @@ int main(int argc, char **argv)
 		       "%.3f ms\n",
 		       cpu_per_sandbox(lds.cpu, lds.ms, lds.n, baseline),
 		       cpu_per_sandbox(bw.cpu, bw.ms, bw.n, baseline));
+	}
+	if (versus) {
+		struct slice a = { 0 }, b = { 0 };
+		json_t *p = plan;
+
+		(void)settle(baseline);
+		for (int slice = 0; slice < 4; slice++) {
+			bool plan_turn = slice == 0 || slice == 3;
+			struct slice sl, *sum = plan_turn ? &a : &b;
+
+			plan = plan_turn ? p : versus; /* the clients fork with it */
+			sl = run_slice(sock_path, true, seconds / 2, baseline);
+			sum->n += sl.n;
+			sum->ms += sl.ms;
+			sum->cpu += sl.cpu;
+		}
+		plan = p;
+		printf("throughput, plan vs --versus (slices P V V P): %.1f vs %.1f sandboxes/s "
+		       "(versus / plan %.2f); CPU per sandbox %.3f vs %.3f ms\n",
+		       (double)a.n * 1000 / a.ms, (double)b.n * 1000 / b.ms,
+		       ((double)b.n / b.ms) / ((double)a.n / a.ms),
+		       cpu_per_sandbox(a.cpu, a.ms, a.n, baseline),
+		       cpu_per_sandbox(b.cpu, b.ms, b.n, baseline));
 	}
 	rss_after = rss_kib(ld);
 	printf("launcherd RSS: idle at start %ld KiB, idle after the runs %ld KiB (target <= 4096)\n",

@@ -46,7 +46,8 @@ static void run_usage(bool capture)
 	       "  --sandbox ID           run in this acquired sandbox ('cordon sandbox acquire'):\n"
 	       "                         its policy is the base, the options here may only narrow it\n"
 	       "  --cwd DIR              working directory inside the sandbox\n"
-	       "  --net MODE             none, loopback, proxy or host (default: none)\n"
+	       "  --net MODE             none (a loopback of its own), unix (no socket but\n"
+	       "                         AF_UNIX), loopback, proxy or host (default: none)\n"
 	       "  --allow-domain D[:P]   with --net proxy: allow this domain (repeatable)\n"
 	       "  --deny-domain D        with --net proxy: deny this domain (repeatable)\n"
 	       "  --resolve H:P:ADDR     with --net proxy: pin a name to an address (repeatable)\n"
@@ -219,9 +220,9 @@ int cli_policy_option(struct cli_policy_opts *po, int c, const char *arg)
 		break;
 	case CLI_OPT_NET:
 		if (!streq(arg, "none") && !streq(arg, "loopback") && !streq(arg, "proxy") &&
-		    !streq(arg, "host"))
-			return cli_usage_error(po->cmd,
-					       "--net must be none, loopback, proxy or host", arg);
+		    !streq(arg, "host") && !streq(arg, "unix"))
+			return cli_usage_error(
+				po->cmd, "--net must be none, loopback, proxy, host or unix", arg);
 		json_object_set_new(patch_obj(patch, "network"), "mode", json_string(arg));
 		break;
 	case CLI_OPT_ALLOW_DOMAIN:

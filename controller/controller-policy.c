@@ -379,6 +379,8 @@ static unsigned network_bit(enum policy_network m)
 		return BACKEND_NETWORK_PROXY;
 	case POLICY_NETWORK_HOST:
 		return BACKEND_NETWORK_HOST;
+	case POLICY_NETWORK_UNIX:
+		return BACKEND_NETWORK_UNIX;
 	}
 	return 0;
 }

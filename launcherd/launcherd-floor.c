@@ -70,7 +70,7 @@ static int parse_floor(json_t *j, struct floor *f, struct field_error *err)
 		return r;
 	if (r > 0 && plan_network_from_string(s, &f->max_network) < 0)
 		return field_error_set(err, -EINVAL, "", "maxNetwork",
-				       "expected none, loopback, proxy or host");
+				       "expected none, loopback, proxy, host or unix");
 	r = ipc_json_get_bool(j, "hostMode", false, "", &f->host_mode, err);
 	if (r < 0)
 		return r;
@@ -206,7 +206,7 @@ int floor_check_plan(const struct floor *f, const struct plan *p, struct field_e
 	if (f->require_netns && p->network == PLAN_NETWORK_HOST)
 		return field_error_set(err, -EPERM, "plan", "network",
 				       "the admin floor requires a network namespace");
-	if (p->network > f->max_network)
+	if (plan_network_rank(p->network) > plan_network_rank(f->max_network))
 		return field_error_set(err, -EPERM, "plan", "network",
 				       "\"%s\" is above the admin floor's maximum \"%s\"",
 				       plan_network_to_string(p->network),

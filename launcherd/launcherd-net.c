@@ -9,6 +9,9 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -51,6 +54,38 @@ static int make_mntns(int own, int seed, int ns_dir)
 	return r < 0 ? r : TAKE_FD(fd);
 }
 
+/*
+ * Whether the network namespace fd, a finished sandbox's, is empty (NETNS_RECYCLED_MAX): no
+ * socket of any family counted in it ("sockets: used", which counts every socket user space
+ * made in the namespace, wherever its fd went, until it is freed) and no TCP TIME_WAIT. Read
+ * from inside it; we go back to own after, or stop.
+ */
+static bool netns_is_empty(int fd, int own)
+{
+	char buf[512];
+	unsigned used = 1, inuse = 1, orphan = 1, tw = 1;
+	ssize_t n = -1;
+	int pfd;
+
+	/* Why this is safe: we only read the kernel's counters in it, and go straight back. */
+	if (setns(fd, CLONE_NEWNET) < 0)
+		return false;
+	pfd = open("/proc/thread-self/net/sockstat", O_RDONLY | O_CLOEXEC);
+	if (pfd >= 0) {
+		n = read(pfd, buf, sizeof(buf) - 1);
+		safe_close(pfd);
+	}
+	if (setns(own, CLONE_NEWNET) < 0)
+		_exit(1);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	if (sscanf(buf, "sockets: used %u TCP: inuse %u orphan %u tw %u", &used, &inuse, &orphan,
+		   &tw) != 4)
+		return false;
+	return used == 0 && inuse == 0 && orphan == 0 && tw == 0;
+}
+
 /* The helper's answer: yes with fd (then closed here), or no without one. */
 static void helper_answer(int sock, char yes, char no, int fd)
 {
@@ -65,12 +100,13 @@ static void helper_answer(int sock, char yes, char no, int fd)
  * The helper: per request byte, a fresh netns ('w', answered 'n'), an empty mount namespace
  * ('m', answered 'm', or 'M' without an fd when that cannot be done) or, with dev (user mode), a
  * clone of its /dev template ('d', answered 'd', or 'D' without an fd), sent back as an fd; or
- * ('c', with an fd, not answered) a namespace to let go of, so that its teardown runs here.
- * Never returns.
+ * ('c', with an fd, not answered) a namespace to let go of, so that its teardown runs here; or
+ * ('r' and a uid, with a network namespace's fd) a finished sandbox's namespace, answered 'R'
+ * and the uid with it when it is empty (netns_is_empty()), let go of otherwise. Never returns.
  */
 _noreturn_ static void netns_helper(int sock, bool dev)
 {
-	int own_mnt, seed_mnt = -1, ns_dir, dev_template = -1;
+	int own_mnt, own_net, seed_mnt = -1, ns_dir, dev_template = -1;
 
 	/* Nothing of launcherd's but this socket; and no life of its own after launcherd's. */
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -83,19 +119,31 @@ _noreturn_ static void netns_helper(int sock, bool dev)
 	if (dev && (unshare(CLONE_NEWNS) < 0 || mount_dev_template(&dev_template) < 0))
 		dev_template = -1;
 	own_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	own_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	ns_dir = open("/proc/self/ns", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (own_mnt >= 0 && ns_dir >= 0)
 		seed_mnt = make_mntns(own_mnt, -1, ns_dir);
 	for (;;) {
-		char c;
+		char msg[1 + sizeof(uint32_t)], c;
 		int fd = -1;
 		size_t n_fds = 0;
+		ssize_t n = ipc_recv_with_fds(sock, msg, sizeof(msg), &fd, 1, &n_fds, 0);
 
-		if (ipc_recv_with_fds(sock, &c, 1, &fd, 1, &n_fds, 0) <= 0)
+		if (n <= 0)
 			_exit(0);
+		c = msg[0];
+		if (n_fds > 0 && c == 'r' && n == (ssize_t)sizeof(msg) && own_net >= 0 &&
+		    netns_is_empty(fd, own_net)) {
+			msg[0] = 'R';
+			if (ipc_send_with_fds(sock, msg, sizeof(msg), &fd, 1, 0) < 0)
+				_exit(1);
+			safe_close(fd);
+			continue;
+		}
 		if (n_fds > 0) {
-			/* 'c': the last reference to a finished sandbox's mount namespace; closing it
-			 * unmounts its tree (an RCU grace period) here rather than in launcherd. */
+			/* 'c' (or an 'r' not kept): the last reference to a finished sandbox's
+			 * namespace; closing it tears it down (an RCU grace period, work queues)
+			 * here rather than in launcherd. */
 			safe_close(fd);
 			continue;
 		}
@@ -164,17 +212,38 @@ static void slots_receive(struct ns_slots *sl, size_t size, const int *fd, size_
 		safe_close(fd[0]);
 }
 
+/* A namespace the helper found empty, for uid's next sandbox; the oldest kept makes room. */
+static void recycled_keep(struct netns_pool *p, int fd, uid_t uid)
+{
+	if (p->n_recycled == NETNS_RECYCLED_MAX) {
+		netns_pool_release(p, p->recycled[0].fd);
+		memmove(p->recycled, p->recycled + 1,
+			(NETNS_RECYCLED_MAX - 1) * sizeof(p->recycled[0]));
+		p->n_recycled--;
+	}
+	p->recycled[p->n_recycled++] = (struct netns_recycled){ .uid = uid, .fd = fd };
+}
+
 static int on_pool(struct event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct netns_pool *p = userdata;
-	char c;
+	char msg[1 + sizeof(uint32_t)], c;
 	int nsfd[1];
 	size_t n_fds = 0;
 	ssize_t n;
 
-	n = ipc_recv_with_fds(fd, &c, 1, nsfd, 1, &n_fds, MSG_DONTWAIT);
+	n = ipc_recv_with_fds(fd, msg, sizeof(msg), nsfd, 1, &n_fds, MSG_DONTWAIT);
 	if (n == -EAGAIN)
 		return 0;
+	c = n > 0 ? msg[0] : 0;
+	if (n == (ssize_t)sizeof(msg) && c == 'R') {
+		uint32_t uid;
+
+		memcpy(&uid, msg + 1, sizeof(uid));
+		if (n_fds > 0)
+			recycled_keep(p, nsfd[0], (uid_t)uid);
+		return 0;
+	}
 	/* 'M': cannot make them here (no CAP_SYS_CHROOT for mount namespaces?). */
 	if (n > 0 && (c == 'm' || c == 'M')) {
 		slots_receive(&p->mnt, MNTNS_POOL_SIZE, nsfd, n_fds, "mount");
@@ -241,6 +310,34 @@ int netns_pool_take(struct netns_pool *p)
 	return pool_pop(p, p->net.fds, &p->net.n);
 }
 
+int netns_pool_take_private(struct netns_pool *p, uid_t uid)
+{
+	for (size_t i = p->n_recycled; i-- > 0;)
+		if (p->recycled[i].uid == uid) {
+			int fd = p->recycled[i].fd;
+
+			memmove(p->recycled + i, p->recycled + i + 1,
+				(p->n_recycled - i - 1) * sizeof(p->recycled[0]));
+			p->n_recycled--;
+			return fd;
+		}
+	return netns_pool_take(p);
+}
+
+void netns_pool_recycle(struct netns_pool *p, int fd, uid_t uid)
+{
+	char msg[1 + sizeof(uint32_t)] = { 'r' };
+	uint32_t u = (uint32_t)uid;
+
+	if (fd < 0)
+		return;
+	memcpy(msg + 1, &u, sizeof(u));
+	/* Without a helper (or if it cannot take it now), the teardown happens here. */
+	if (p->sock >= 0)
+		(void)ipc_send_with_fds(p->sock, msg, sizeof(msg), &fd, 1, MSG_DONTWAIT);
+	safe_close(fd);
+}
+
 int netns_pool_take_mnt(struct netns_pool *p)
 {
 	return pool_pop(p, p->mnt.fds, &p->mnt.n);
@@ -299,6 +396,9 @@ void netns_pool_stop(struct netns_pool *p)
 	for (size_t i = 0; i < p->n_shared; i++)
 		safe_close(p->shared[i].fd);
 	p->n_shared = 0;
+	for (size_t i = 0; i < p->n_recycled; i++)
+		safe_close(p->recycled[i].fd);
+	p->n_recycled = 0;
 	if (p->helper > 0) {
 		(void)kill(p->helper, SIGKILL);
 		(void)waitpid(p->helper, NULL, 0);

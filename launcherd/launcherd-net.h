@@ -25,18 +25,36 @@ int net_loopback_up(void);
 #define NETNS_POOL_SIZE 4
 
 /*
- * Network "none" shares instead (privileged mode, Landlock ABI >= 6, see sandbox_netns() in
- * launcherd-sandbox.c): every "none" sandbox of one uid joins that uid's one namespace, a fresh
+ * Network "unix" shares instead (privileged mode, Landlock ABI >= 6, see sandbox_netns() in
+ * launcherd-sandbox.c): every "unix" sandbox of one uid joins that uid's one namespace, a fresh
  * one from the pool, kept here, that nothing else ever enters: only lo, never configured. A
  * netns per sandbox costs ≈0.35 ms to make and as much again to tear down, in kernel work
  * queues that compete with the sandboxes for the CPU. Sharing is safe because nothing in such
  * a sandbox can use the namespace: its seccomp floor allows AF_UNIX sockets only (no IP, UDP,
  * ICMP, raw, packet, netlink, vsock…), and Landlock's abstract-unix-socket scope keeps each
  * sandbox from connecting or sending to an abstract socket bound by another. Per uid, so that
- * no two users ever share one (SECURITY.md lists what one user's "none" sandboxes still see of
+ * no two users ever share one (SECURITY.md lists what one user's "unix" sandboxes still see of
  * each other: the names of their Unix sockets in /proc/net/unix).
  */
 #define NETNS_SHARED_MAX 64
+
+/*
+ * Network "none" and "loopback" give each sandbox a namespace of its own, which nothing else is
+ * in while the sandbox runs. When the sandbox has ended (its pid namespace is gone, so no
+ * process is left in the namespace), the namespace goes back to the helper, which looks into it
+ * (/proc/thread-self/net/sockstat): if the kernel counts no socket of any family in it and no
+ * TCP TIME_WAIT, nothing can reach into it any more (a sandbox has no capability over the
+ * namespace: it could change nothing of it but its sockets), and the helper hands it back to be
+ * given to a later sandbox of the same uid; otherwise the helper lets it go. That keeps the
+ * making and the teardown out of most spawns. At most NETNS_RECYCLED_MAX are kept, the oldest
+ * let go first.
+ */
+#define NETNS_RECYCLED_MAX 8
+
+struct netns_recycled {
+	uid_t uid;
+	int fd;
+};
 
 struct netns_shared {
 	uid_t uid;
@@ -81,6 +99,8 @@ struct netns_pool {
 	struct event_source *src;
 	struct netns_shared shared[NETNS_SHARED_MAX];
 	size_t n_shared;
+	struct netns_recycled recycled[NETNS_RECYCLED_MAX]; /* oldest first */
+	size_t n_recycled;
 	unsigned long long uses;
 };
 
@@ -100,7 +120,13 @@ int netns_pool_take_dev(struct netns_pool *p);
 void netns_pool_release(struct netns_pool *p, int fd);
 /* An fd of a fresh netns (the caller owns it), or -1 when the pool is empty. Refills. */
 int netns_pool_take(struct netns_pool *p);
-/* uid's shared "none" namespace (borrowed: the pool keeps it), made from a fresh one the first
+/* A namespace of uid's own sandbox's that ended clean (NETNS_RECYCLED_MAX), else a fresh one,
+ * else -1. The caller owns it. */
+int netns_pool_take_private(struct netns_pool *p, uid_t uid);
+/* fd, the namespace of uid's sandbox that has ended, to the helper to be checked and recycled
+ * for uid, or let go; closed here either way. */
+void netns_pool_recycle(struct netns_pool *p, int fd, uid_t uid);
+/* uid's shared "unix" namespace (borrowed: the pool keeps it), made from a fresh one the first
  * time; -1 when the pool is empty. The least recently used entry makes room for a new uid (its
  * sandboxes keep their namespace alive; the uid gets a new one next time). */
 int netns_pool_shared(struct netns_pool *p, uid_t uid);

@@ -21,10 +21,9 @@
 #define P "plan"
 
 static const char *const network_names[] = {
-	[PLAN_NETWORK_NONE] = "none",
-	[PLAN_NETWORK_LOOPBACK] = "loopback",
-	[PLAN_NETWORK_PROXY] = "proxy",
-	[PLAN_NETWORK_HOST] = "host",
+	[PLAN_NETWORK_NONE] = "none",	[PLAN_NETWORK_LOOPBACK] = "loopback",
+	[PLAN_NETWORK_PROXY] = "proxy", [PLAN_NETWORK_HOST] = "host",
+	[PLAN_NETWORK_UNIX] = "unix",
 };
 
 const char *plan_network_to_string(enum plan_network n)
@@ -583,7 +582,7 @@ static int parse_network(json_t *j, struct plan *p, struct field_error *err)
 		return r;
 	if (r > 0 && plan_network_from_string(s, &p->network) < 0)
 		return field_error_set(err, -EINVAL, P, "network",
-				       "expected none, loopback, proxy or host");
+				       "expected none, loopback, proxy, host or unix");
 	p->proxy_port = 3128;
 	r = ipc_json_get_uint64(j, "proxyPort", false, 1, 65535, P, &v, err);
 	if (r < 0)

@@ -50,13 +50,34 @@ struct plan_mount {
 	uint64_t size_bytes; /* tmpfs */
 };
 
-/* Ordered from most to least confined: the floor's maxNetwork compares with <=. */
+/*
+ * "none" and "loopback": a network namespace of the sandbox's own, only lo; "unix": no socket
+ * but AF_UNIX (the floor's seccomp filter), in a namespace the uid's "unix" sandboxes share.
+ * The floor's maxNetwork compares plan_network_rank(): unix < none = loopback < proxy < host.
+ */
 enum plan_network {
 	PLAN_NETWORK_NONE,
 	PLAN_NETWORK_LOOPBACK,
 	PLAN_NETWORK_PROXY,
 	PLAN_NETWORK_HOST,
+	PLAN_NETWORK_UNIX,
 };
+
+static inline int plan_network_rank(enum plan_network n)
+{
+	switch (n) {
+	case PLAN_NETWORK_UNIX:
+		return 0;
+	case PLAN_NETWORK_NONE:
+	case PLAN_NETWORK_LOOPBACK:
+		return 1;
+	case PLAN_NETWORK_PROXY:
+		return 2;
+	case PLAN_NETWORK_HOST:
+		return 3;
+	}
+	return 3;
+}
 
 struct plan_landlock_rule {
 	char *path;

@@ -76,6 +76,7 @@ struct sandbox {
 	int report_fd;	/* the init's report (struct apply_report) */
 	int proxy_sock; /* network "proxy": the child sends the listener here */
 	int mntns_fd;	/* its mount namespace, when from the pool: released after "exit" */
+	int netns_fd;	/* its own network namespace ("none", "loopback"): recycled when freed */
 	struct event_source *pidfd_src, *status_src, *timer_src, *report_src;
 	struct sandbox_cgroup cgroup;
 	uint64_t pids_max, memory_max; /* counted against the per-user ceilings */
@@ -146,6 +147,8 @@ static void sandbox_free(struct sandbox *s)
 	safe_close(s->report_fd);
 	safe_close(s->proxy_sock);
 	netns_pool_release(&d->netns_pool, s->mntns_fd);
+	/* Its init is reaped: its pid namespace, so every process it had, is gone. */
+	netns_pool_recycle(&d->netns_pool, s->netns_fd, s->uid);
 	cgroup_cleanup(d, &s->cgroup);
 	json_decref(s->unenforced);
 	free(s);
@@ -449,19 +452,21 @@ static void make_id(char *buf, size_t size)
  * its own user namespace); -1 without one: CLONE_NEWNET. Sets *ret_borrowed when the fd stays
  * the pool's.
  *
- * Network "none" joins the requester's shared namespace (launcherd-net.h says why that is
+ * Network "unix" joins the requester's shared namespace (launcherd-net.h says why that is
  * safe) only when both locks that make it safe are on: the AF_UNIX-only seccomp floor, which
- * every "none" sandbox gets (see sandbox_start()), and Landlock's abstract-unix-socket scope,
- * which the plan must carry and the kernel enforce (ABI >= 6). Otherwise, and for loopback and
- * proxy, a fresh namespace of its own from the pool.
+ * every "unix" sandbox gets (see sandbox_start()), and Landlock's abstract-unix-socket scope,
+ * which the plan must carry and the kernel enforce (ABI >= 6). Otherwise a namespace of its
+ * own: for "none" and "loopback" one of uid's earlier sandboxes' that ended clean, or a fresh
+ * one (*ret_recycle: give it back when the sandbox ends); for "proxy" a fresh one (the
+ * controller holds the proxy's listener in it).
  */
 static int sandbox_netns(struct launcherd *d, const struct plan *plan, uid_t uid,
-			 bool *ret_borrowed)
+			 bool *ret_borrowed, bool *ret_recycle)
 {
-	*ret_borrowed = false;
+	*ret_borrowed = *ret_recycle = false;
 	if (plan->network == PLAN_NETWORK_HOST)
 		return -1;
-	if (plan->network == PLAN_NETWORK_NONE && plan->has_landlock && d->landlock_abi >= 6 &&
+	if (plan->network == PLAN_NETWORK_UNIX && plan->has_landlock && d->landlock_abi >= 6 &&
 	    (plan->landlock_scope & CORDON_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET)) {
 		int fd = netns_pool_shared(&d->netns_pool, uid);
 
@@ -469,6 +474,10 @@ static int sandbox_netns(struct launcherd *d, const struct plan *plan, uid_t uid
 			*ret_borrowed = true;
 			return fd;
 		}
+	}
+	if (plan->network == PLAN_NETWORK_NONE || plan->network == PLAN_NETWORK_LOOPBACK) {
+		*ret_recycle = true;
+		return netns_pool_take_private(&d->netns_pool, uid);
 	}
 	return netns_pool_take(&d->netns_pool);
 }
@@ -552,7 +561,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, proxy_sv[2] = { -1, -1 },
 	    cgroup_go[2] = { -1, -1 }, pidfd = -1, index = -1, netns_fd = -1, mntns_fd = -1,
 	    config_fd = -1, cgroup_procs[2] = { -1, -1 }, r;
-	bool netns_borrowed = false,
+	bool netns_borrowed = false, netns_recycle = false,
 	     cgroup = (plan->pids_max || plan->memory_max) && d->cgroup.kind != CGROUP_NONE, light;
 	const struct seccomp_program *floor, *filter = plan_filter->insns ? plan_filter : NULL;
 	long pid;
@@ -568,7 +577,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	s->conn = c;
 	s->seq = seq;
 	s->uid = c->peer.uid;
-	s->pidfd = s->status_fd = s->report_fd = s->proxy_sock = s->mntns_fd = -1;
+	s->pidfd = s->status_fd = s->report_fd = s->proxy_sock = s->mntns_fd = s->netns_fd = -1;
 	s->die_with_requester = plan->die_with_requester;
 	s->unenforced = unenforced ? json_incref(unenforced) : json_array();
 	s->pids_max = plan->pids_max;
@@ -605,11 +614,11 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 		goto fail;
 	}
 
-	netns_fd = sandbox_netns(d, plan, c->peer.uid, &netns_borrowed);
+	netns_fd = sandbox_netns(d, plan, c->peer.uid, &netns_borrowed, &netns_recycle);
 	mntns_fd = netns_pool_take_mnt(&d->netns_pool); /* each -1 when there is none */
 
-	/* "none": no socket but AF_UNIX, whichever namespace it sits in. */
-	floor = &d->floors[plan->seccomp_kill][plan->network == PLAN_NETWORK_NONE];
+	/* "unix": no socket but AF_UNIX, whichever namespace it sits in. */
+	floor = &d->floors[plan->seccomp_kill][plan->network == PLAN_NETWORK_UNIX];
 	/* Light only if the child has nothing to do in our mount namespace (privileged: every
 	 * bind cloned here, the root from the pool) nor with libnl (lo of a new netns). */
 	for (size_t i = 0; light && i < plan->n_mounts; i++)
@@ -710,7 +719,9 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	report[1] = safe_close(report[1]);
 	proxy_sv[1] = safe_close(proxy_sv[1]);
 	cgroup_go[0] = safe_close(cgroup_go[0]);
-	if (!netns_borrowed)
+	if (netns_recycle)
+		s->netns_fd = TAKE_FD(netns_fd);
+	else if (!netns_borrowed)
 		netns_fd = safe_close(netns_fd);
 	s->mntns_fd = TAKE_FD(mntns_fd);
 	for (size_t i = 0; i < plan->n_mounts; i++)
@@ -761,6 +772,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 		safe_close(s->report_fd);
 		safe_close(s->proxy_sock);
 		safe_close(s->mntns_fd);
+		safe_close(s->netns_fd);
 		cgroup_cleanup(d, &s->cgroup);
 		json_decref(s->unenforced);
 		return r;

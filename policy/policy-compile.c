@@ -852,11 +852,11 @@ static int build_landlock(struct compiler *c)
 		return -ENOMEM;
 
 	/*
-	 * TCP: "none" denies bind and connect outright (even on the sandbox's loopback);
-	 * "loopback" leaves the private loopback usable; "proxy" may only connect to the proxy;
-	 * "host" may connect to allowPorts and bind nothing.
+	 * TCP: "unix" denies bind and connect outright (its seccomp floor already refuses the
+	 * socket); "none" and "loopback" leave the sandbox's own loopback usable; "proxy" may only
+	 * connect to the proxy; "host" may connect to allowPorts and bind nothing.
 	 */
-	if (p->net.mode != POLICY_NETWORK_LOOPBACK) {
+	if (p->net.mode != POLICY_NETWORK_NONE && p->net.mode != POLICY_NETWORK_LOOPBACK) {
 		r = need(c, abi >= 4, "landlock.net",
 			 "TCP rules need Landlock ABI 4, the launcher "
 			 "reports %u",
@@ -1237,7 +1237,7 @@ int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
 	}
 	out->max_output_bytes = c.p->limits.max_output_bytes;
 
-	if (c.p->net.mode > ctx->caps.floor_max_network) {
+	if (policy_network_rank(c.p->net.mode) > policy_network_rank(ctx->caps.floor_max_network)) {
 		r = field_error_set(err, -EPERM, "network.mode", NULL,
 				    "the launcher's admin floor allows at most \"%s\"",
 				    policy_network_to_string(ctx->caps.floor_max_network));

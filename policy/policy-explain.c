@@ -521,17 +521,18 @@ static void explain_network(struct explainer *e)
 	json_t *r;
 
 	r = rule_new(e, "network.mode", "\"%s\"", policy_network_to_string(p->net.mode));
-	if (p->net.mode > e->ctx->caps.floor_max_network) {
+	if (policy_network_rank(p->net.mode) >
+	    policy_network_rank(e->ctx->caps.floor_max_network)) {
 		(void)json_object_set_new(r, "status", json_string("fails"));
 		note(e, r, "the launcher's admin floor allows at most \"%s\"",
 		     policy_network_to_string(e->ctx->caps.floor_max_network));
 		e->fails = true;
 	}
 	switch (p->net.mode) {
-	case POLICY_NETWORK_NONE:
+	case POLICY_NETWORK_UNIX:
 		layer(e, r,
 		      "network namespace: not the host's, only loopback (in privileged mode one "
-		      "user's \"none\" sandboxes may share an empty one)");
+		      "user's \"unix\" sandboxes may share an empty one)");
 		layer(e, r, "seccomp (launcherd's floor): no socket of any family but AF_UNIX");
 		if (abi >= 1 &&
 		    require(e, r, abi >= 4, "landlock.net",
@@ -540,8 +541,11 @@ static void explain_network(struct explainer *e)
 			      "Landlock ABI %u: TCP bind and connect denied, even on loopback",
 			      abi);
 		break;
+	case POLICY_NETWORK_NONE:
 	case POLICY_NETWORK_LOOPBACK:
-		layer(e, r, "network namespace: a new one with only loopback (TCP on it allowed)");
+		layer(e, r,
+		      "network namespace: one of the sandbox's own, only loopback (TCP and UDP on "
+		      "it allowed; nothing reaches the host or beyond)");
 		break;
 	case POLICY_NETWORK_PROXY:
 		layer(e, r, "network namespace: a new one with only loopback");

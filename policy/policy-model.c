@@ -125,10 +125,9 @@ const char *policy_home_to_string(enum policy_home h)
 }
 
 static const char *const network_names[] = {
-	[POLICY_NETWORK_NONE] = "none",
-	[POLICY_NETWORK_LOOPBACK] = "loopback",
-	[POLICY_NETWORK_PROXY] = "proxy",
-	[POLICY_NETWORK_HOST] = "host",
+	[POLICY_NETWORK_NONE] = "none",	  [POLICY_NETWORK_LOOPBACK] = "loopback",
+	[POLICY_NETWORK_PROXY] = "proxy", [POLICY_NETWORK_HOST] = "host",
+	[POLICY_NETWORK_UNIX] = "unix",
 };
 
 const char *policy_network_to_string(enum policy_network n)

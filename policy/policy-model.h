@@ -44,13 +44,36 @@ enum policy_home {
 	POLICY_HOME_TMPFS, /* a private writable tmpfs at $HOME */
 };
 
-/* Ordered from narrowest to widest: narrowing compares these values. */
+/*
+ * Network modes. "none" and "loopback" name one sandbox: a network namespace of its own whose
+ * only interface is lo (TCP and UDP on it work; nothing leaves). "unix" is narrower: no socket
+ * of any family but AF_UNIX. Narrowing and floors compare policy_network_rank(), never the
+ * values, which only say where a name sits in the tables.
+ */
 enum policy_network {
 	POLICY_NETWORK_NONE,
 	POLICY_NETWORK_LOOPBACK,
 	POLICY_NETWORK_PROXY,
 	POLICY_NETWORK_HOST,
+	POLICY_NETWORK_UNIX,
 };
+
+/* unix < none = loopback < proxy < host */
+static inline int policy_network_rank(enum policy_network n)
+{
+	switch (n) {
+	case POLICY_NETWORK_UNIX:
+		return 0;
+	case POLICY_NETWORK_NONE:
+	case POLICY_NETWORK_LOOPBACK:
+		return 1;
+	case POLICY_NETWORK_PROXY:
+		return 2;
+	case POLICY_NETWORK_HOST:
+		return 3;
+	}
+	return 3;
+}
 
 /* Ordered from widest to narrowest. */
 enum policy_syscall_profile {

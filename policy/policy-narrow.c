@@ -201,12 +201,13 @@ static int narrow_network(const struct policy *parent, const struct policy *chil
 {
 	char q[PATHBUF];
 
-	if (child->net.mode > parent->net.mode)
+	if (policy_network_rank(child->net.mode) > policy_network_rank(parent->net.mode))
 		return field_error_set(err, -EPERM, "network.mode", NULL,
 				       "\"%s\" is wider than the parent's \"%s\"",
 				       policy_network_to_string(child->net.mode),
 				       policy_network_to_string(parent->net.mode));
-	if (child->net.mode < POLICY_NETWORK_PROXY || child->net.mode != parent->net.mode)
+	if ((child->net.mode != POLICY_NETWORK_PROXY && child->net.mode != POLICY_NETWORK_HOST) ||
+	    child->net.mode != parent->net.mode)
 		return 0;
 
 	for (size_t i = 0; child->net.allow_domains && child->net.allow_domains[i]; i++)

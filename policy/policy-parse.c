@@ -432,7 +432,7 @@ static int parse_network(struct policy *p, json_t *doc, struct field_error *err)
 {
 	static const char *const keys[] = { "mode",	  "allowDomains", "denyDomains",
 					    "allowPorts", "resolve",	  NULL };
-	static const char *const modes[] = { "none", "loopback", "proxy", "host", NULL };
+	static const char *const modes[] = { "none", "loopback", "proxy", "host", "unix", NULL };
 	const char *P = "network";
 	json_t *net = NULL, *ports = NULL, *v;
 	const char *s = NULL;

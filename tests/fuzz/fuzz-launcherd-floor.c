@@ -72,7 +72,7 @@ static void check_plans(const struct floor *f)
 		.seccomp_program = 0,
 		.pids_max = 1,
 		.memory_max = PLAN_MEMORY_MIN,
-		.network = PLAN_NETWORK_NONE,
+		.network = PLAN_NETWORK_UNIX,
 	};
 	struct plan host = confined;
 	struct field_error fe = { 0 };
@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 
-	check(f.max_network <= PLAN_NETWORK_HOST);
+	check(f.max_network <= PLAN_NETWORK_UNIX);
 	check(f.max_sandboxes >= 1 && f.max_sandboxes <= 1U << 20);
 	check(f.pids_max <= PLAN_PIDS_MAX);
 	/* A pids ceiling the file leaves out is the built-in one, and plans need not name it. */

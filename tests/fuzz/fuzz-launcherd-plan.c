@@ -142,7 +142,7 @@ static void check_plan(const struct plan *p, size_t n_fds)
 	check(p->pids_max <= PLAN_PIDS_MAX);
 	check(p->memory_max == 0 ||
 	      (p->memory_max >= PLAN_MEMORY_MIN && p->memory_max <= INT64_MAX));
-	check(p->network <= PLAN_NETWORK_HOST && !streq(plan_network_to_string(p->network), "?"));
+	check(p->network <= PLAN_NETWORK_UNIX && !streq(plan_network_to_string(p->network), "?"));
 	check(p->proxy_port >= 1);
 	if (p->network != PLAN_NETWORK_PROXY)
 		check(p->proxy_port == 3128);
@@ -171,11 +171,12 @@ static void check_floors(const struct plan *p)
 	int r;
 
 	r = floor_check_plan(&builtin, p, &fe);
-	check(r == (p->network <= PLAN_NETWORK_PROXY ? 0 : -EPERM));
+	check(r == (p->network != PLAN_NETWORK_HOST ? 0 : -EPERM));
 	check(floor_check_plan(&open, p, &fe) == 0);
 
 	meets = p->has_landlock && p->landlock_required && p->seccomp_program >= 0 &&
-		p->network == PLAN_NETWORK_NONE && p->pids_max && p->memory_max;
+		plan_network_rank(p->network) <= plan_network_rank(PLAN_NETWORK_NONE) &&
+		p->pids_max && p->memory_max;
 	r = floor_check_plan(&strict, p, &fe);
 	check(r == (meets ? 0 : -EPERM));
 	if (r < 0)

@@ -4,7 +4,7 @@
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 [ -x "$CORDON" ] || skip_all "cordon not built"
-plan 53
+plan 57
 
 work="$TEST_TMP/work"
 mkdir -p "$work"
@@ -56,10 +56,25 @@ ok $? "the host listener on 127.0.0.1:$port is reachable outside the sandbox"
 "$CORDON" run -- /bin/bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
 ok $(($? == 0)) "no network by default: the host listener is unreachable"
 kill "$listener" 2>/dev/null
-# With a loopback of its own, the sandbox lists its own interfaces (a NETLINK_ROUTE socket is
-# raw by nature); raw IP sockets stay refused.
+# By default the sandbox has a loopback of its own: a server and its client talk over it
+# (test suites, language servers), IPv4 and IPv6; "unix" refuses every socket but AF_UNIX.
+echo_py='import socket, sys
+fam = socket.AF_INET6 if sys.argv[1] == "6" else socket.AF_INET
+s = socket.socket(fam); s.bind(("::1" if fam == socket.AF_INET6 else "127.0.0.1", 0)); s.listen()
+c = socket.create_connection(s.getsockname()[:2]); a, _ = s.accept(); c.sendall(b"pong"); print(a.recv(4).decode())'
+is "pong" "$("$CORDON" run -- python3 -c "$echo_py" 4 2>&1)" "default: TCP over the sandbox's own 127.0.0.1"
+is "pong" "$("$CORDON" run -- python3 -c "$echo_py" 6 2>&1)" "default: TCP over the sandbox's own ::1"
+out=$("$CORDON" run --net unix -- python3 -c 'import socket
+try:
+    socket.socket(); print("inet")
+except OSError as e: print(e.errno)' 2>&1)
+is 1 "$out" "--net unix: socket(AF_INET) refused (EPERM)"
+# The sandbox lists its own interfaces (a NETLINK_ROUTE socket is raw by nature); raw IP
+# sockets stay refused.
+out=$("$CORDON" run -- python3 -c 'import socket; print([n for _, n in socket.if_nameindex()])' 2>&1)
+is "['lo']" "$out" "default: if_nameindex() lists the sandbox's own lo"
 out=$("$CORDON" run --net loopback -- python3 -c 'import socket; print([n for _, n in socket.if_nameindex()])' 2>&1)
-is "['lo']" "$out" "--net loopback: if_nameindex() lists the sandbox's own lo"
+is "['lo']" "$out" "--net loopback: the same"
 out=$("$CORDON" run --net loopback -- python3 -c 'import socket
 try:
     socket.socket(socket.AF_INET, socket.SOCK_RAW, 1); print("raw")

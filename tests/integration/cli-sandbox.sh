@@ -14,7 +14,7 @@ cd "$work" || exit 1
 
 jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1], {"d": d}))' "$1"; }
 listed() { "$CORDON" sandbox list --json | jget "' '.join(s['sandboxId'] for s in d['sandboxes'])"; }
-# socket(AF_INET) allowed (loopback) or refused (none: AF_UNIX only)
+# socket(AF_INET) allowed (none, loopback) or refused (unix: AF_UNIX only)
 INET_PROBE='import socket
 try:
     socket.socket(); print("inet")
@@ -80,13 +80,13 @@ is "4 out" "$(echo "$res" | jget 'str(d["error"]["data"]["exitCode"]) + " " + d[
 is 121 $? "a setup hook that cannot run fails the acquisition (121)"
 is "$before" "$(listed)" "…and leaves no sandbox either"
 
-# 4. Narrowing and widening: --net none inside a loopback sandbox runs; --net host is refused.
+# 4. Narrowing and widening: --net unix inside a loopback sandbox runs; --net host is refused.
 slo=$("$CORDON" sandbox acquire --net loopback --workspace-access read-write)
 is 0 $? "acquire a loopback sandbox ($slo)"
 is "inet" "$("$CORDON" run --sandbox "$slo" -- python3 -c "$INET_PROBE" 2>&1)" \
 	"…its commands may open inet sockets"
-out=$("$CORDON" run --sandbox "$slo" --net none -- python3 -c "$INET_PROBE" 2>&1)
-is "0 no-inet" "$? $out" "--net none narrows it for one command"
+out=$("$CORDON" run --sandbox "$slo" --net unix -- python3 -c "$INET_PROBE" 2>&1)
+is "0 no-inet" "$? $out" "--net unix narrows it for one command"
 err=$("$CORDON" run --sandbox "$slo" --net host -- /bin/true 2>&1)
 is 120 $? "--net host widens it: refused (120)"
 echo "$err" | grep -q 'network.mode'

@@ -82,7 +82,7 @@ t.ok(r.get("error", {}).get("code") == -32001 and r["error"]["data"]["field"] ==
 r = c.call("sandbox.acquire", base(parent=sid, policyPatch={"limits": {"pids": 100000}}))
 t.ok(r.get("error", {}).get("code") == -32001 and "limits.pids" in r["error"]["data"]["field"],
      "raising the pids limit in a child is refused, naming the field", r)
-r = c.call("process.exec", base(sandbox=sid, argv=["/bin/true"], policyPatch={"network": {"mode": "loopback"}}))
+r = c.call("process.exec", base(sandbox=sid, argv=["/bin/true"], policyPatch={"network": {"mode": "proxy"}}))
 t.ok(r.get("error", {}).get("code") == -32001 and r["error"]["data"]["field"].startswith("network"),
      "a process cannot widen its sandbox's network", r)
 r = c.call("sandbox.acquire", base(parent=sid, policyPatch={"limits": {"pids": 64}}))

@@ -109,7 +109,7 @@ sleep 0.2
 fds_after=$(ld_fd_count)
 check "launcherd leaked no fd over $((_tap_n)) spawns ($fds_before -> $fds_after)" test "$fds_before" = "$fds_after"
 # The pool's namespaces are left out above; they must stay within the pool's bounds (4 fresh
-# network and 4 empty mount namespaces, one shared "none" namespace per user): a finished
+# network and 4 empty mount namespaces, one shared "unix" namespace per user): a finished
 # sandbox's mount namespace is let go of once its exit is reported.
 ns_fds=$(ls -l /proc/$LD_PID/fd | grep -c 'mnt:\[')
 # With CAP_SYS_CHROOT (bit 18) in our bounding set launcherd has it too and keeps a pool.

@@ -544,7 +544,7 @@ as_user_exec() {
 # make_plan FILE ARGV_JSON [EXTRA_JSON_MEMBERS]: the standard sandbox used by the probes:
 # /usr read-only (fd 3) with the merged-/usr links, the probes read-only at /probe (fd 4), a
 # writable bind at /work (fd 5), a private /tmp, proc, dev, Landlock over all of it,
-# network none. EXTRA is spliced in as more members (", \"cgroup\": {...}").
+# network "unix" (no socket but AF_UNIX). EXTRA is spliced in as more members (", \"cgroup\": {...}").
 make_plan() {
 	mp_file=$1
 	mp_argv=$2
@@ -580,7 +580,7 @@ make_plan() {
    {"path": "/proc", "access": ["read-file", "read-dir"]}],
   "net": {"bindTcp": [], "connectTcp": []},
   "scope": ["abstract-unix-socket", "signal"]},
- "network": "none",
+ "network": "unix",
  "dieWithRequester": true$mp_extra
 }
 EOF

@@ -1,13 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Network "none": no socket family but AF_UNIX (the seccomp floor's variant for "none"), and
-# where launcherd lets one user's "none" sandboxes share one empty network namespace
+# Network "none" (and "loopback"): a network namespace of the sandbox's own, only lo, TCP on it
+# working; a namespace goes back to the pool when its sandbox ended clean, for the same user's
+# next sandbox only, never while another sandbox is in it, never with a socket left in it.
+# Network "unix": no socket family but AF_UNIX (the seccomp floor's variant for "unix"), and
+# where launcherd lets one user's "unix" sandboxes share one empty network namespace
 # (privileged mode, Landlock ABI >= 6), they still cannot talk to each other, to another
 # user's sandboxes or to the host. Positive controls show that each probe can succeed.
 . "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
 ld_require_root
 ld_start
-plan 18
+plan 26
 
 abi=$("$LP" --socket "$T/ld.sock" --hello 2>&1 | jq -r .landlockAbi 2>/dev/null)
 host_ns=$(readlink /proc/self/ns/net)
@@ -46,9 +49,69 @@ else
 	ok "# SKIP this kernel offers none of the exotic families"
 	ok "# SKIP (idem)"
 fi
-probe_refused "none, root: no socket family but AF_UNIX (TCP, UDP, ICMP, netlink, packet, vsock, …)" -- sockets
-probe_refused "none, user $TEST_USER1: no socket family but AF_UNIX" --user $TEST_USER1 -- sockets
-probe_refused "none, user mode: no socket family but AF_UNIX" --user-mode --user $TEST_USER1 -- sockets
+probe_refused "unix, root: no socket family but AF_UNIX (TCP, UDP, ICMP, netlink, packet, vsock, …)" -- sockets
+probe_refused "unix, user $TEST_USER1: no socket family but AF_UNIX" --user $TEST_USER1 -- sockets
+probe_refused "unix, user mode: no socket family but AF_UNIX" --user-mode --user $TEST_USER1 -- sockets
+
+# "none": a namespace of its own with a working loopback (no Landlock TCP rules in its plan).
+make_plan "$T/none.json" '["/probe/probe", "netns"]'
+jq '.network = "none" | del(.landlock.net)' "$T/none.json" >"$T/none-ns.json"
+jq '.argv = ["/probe/probe", "sockets"]' "$T/none-ns.json" >"$T/none-sock.json"
+ld_run --user $TEST_USER1 $STD_FDS "$T/none-sock.json" >"$T/none-sock.out" 2>&1
+check "none: AF_INET and AF_INET6 sockets on the sandbox's own lo" test $? = 0
+tcp_echo='import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.sendall(b"ping"); print(a.recv(4).decode()); c.close(); a.close()'
+jq --arg py "$tcp_echo" '.argv = ["/usr/bin/python3", "-c", $py]' "$T/none-ns.json" >"$T/none-tcp.json"
+ld_run --user $TEST_USER1 $STD_FDS "$T/none-tcp.json" >"$T/none-tcp.out" 2>&1
+check "none: a TCP server and its client talk over lo ($(head -c 60 "$T/none-tcp.out"))" grep -qx ping "$T/none-tcp.out"
+nsrun() { as_user "$1" "$LP" --socket "$T/ld.sock" $STD_FDS "$2" 2>>"$T/client.log"; }
+n1=$(nsrun $TEST_USER1 "$T/none-ns.json"); sleep 0.3
+n2=$(nsrun $TEST_USER1 "$T/none-ns.json"); sleep 0.3
+n3=$(nsrun $TEST_USER2 "$T/none-ns.json"); sleep 0.3
+diag "none: $TEST_USER1 $n1 then $n2, $TEST_USER2 $n3 (host $host_ns)"
+check "none: never the host's namespace" test -n "$n1" -a "$n1" != "$host_ns" -a -n "$n3" -a "$n3" != "$host_ns"
+check "none: a clean namespace is reused for the same user's next sandbox" test "$n1" = "$n2"
+check "none: never for another user's" test "$n3" != "$n1"
+# Two at once: never the same one.
+jq '.argv = ["/bin/sh", "-c", "/probe/probe netns; sleep 1"]' "$T/none-ns.json" >"$T/none-slow.json"
+nsrun $TEST_USER1 "$T/none-slow.json" >"$T/par1.out" &
+p1=$!
+nsrun $TEST_USER1 "$T/none-slow.json" >"$T/par2.out"
+wait $p1
+check "none: two sandboxes running at once are in different ones ($(cat "$T/par1.out") $(cat "$T/par2.out"))" \
+	test -s "$T/par1.out" -a "$(cat "$T/par1.out")" != "$(cat "$T/par2.out")"
+# A sandbox that leaves a TCP TIME_WAIT behind: its namespace is not reused.
+tw='import socket, os; s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.close(); a.recv(1); a.close(); print(os.readlink("/proc/self/ns/net"))'
+jq --arg py "$tw" '.argv = ["/usr/bin/python3", "-c", $py]' "$T/none-ns.json" >"$T/none-tw.json"
+sleep 0.3
+n4=$(nsrun $TEST_USER1 "$T/none-tw.json"); sleep 0.3
+n5=$(nsrun $TEST_USER1 "$T/none-ns.json")
+diag "none: TIME_WAIT left in $n4, next $n5"
+check "none: a namespace with a TIME_WAIT left in it is not reused" test -n "$n4" -a -n "$n5" -a "$n4" != "$n5"
+# A socket passed out of the sandbox keeps its namespace from being reused (a probe hands one
+# through a Unix socket of the host's; the holder keeps it while the next sandbox runs).
+holder="$T/work/holder.sock"
+python3 - "$holder" >"$T/holder.out" 2>&1 <<'PY' &
+import array, socket, sys, time
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(sys.argv[1]); srv.listen()
+import os; os.chmod(sys.argv[1], 0o777)
+c, _ = srv.accept()
+msg, anc, _, _ = c.recvmsg(16, socket.CMSG_SPACE(4))
+fds = array.array("i"); fds.frombytes(anc[0][2][:4])
+print("held", fds[0], flush=True)
+time.sleep(3)
+PY
+hpid=$!
+for _ in $(seq 1 100); do [ -S "$holder" ] && break; sleep 0.05; done
+pass='import array, os, socket; t = socket.socket(); t.bind(("127.0.0.1", 0)); t.listen(); u = socket.socket(socket.AF_UNIX); u.connect("/work/holder.sock"); u.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [t.fileno()]))]); print(os.readlink("/proc/self/ns/net"))'
+jq --arg py "$pass" '.argv = ["/usr/bin/python3", "-c", $py]' "$T/none-ns.json" >"$T/none-pass.json"
+n6=$(nsrun $TEST_USER1 "$T/none-pass.json"); sleep 0.3
+n7=$(nsrun $TEST_USER1 "$T/none-ns.json")
+diag "none: a socket passed out of $n6 ($(cat "$T/holder.out")), next $n7"
+check "none: a namespace whose socket lives on outside is not reused" \
+	test -n "$n6" -a -n "$n7" -a "$n6" != "$n7" -a "$(cut -d' ' -f1 "$T/holder.out")" = held
+kill $hpid 2>/dev/null
+wait $hpid 2>/dev/null
 
 # Where the sandboxes sit.
 make_plan "$T/ns.json" '["/probe/probe", "netns"]'
@@ -56,11 +119,11 @@ ns_a=$(as_user $TEST_USER1 "$LP" --socket "$T/ld.sock" $STD_FDS "$T/ns.json" 2>>
 ns_b=$(as_user $TEST_USER1 "$LP" --socket "$T/ld.sock" $STD_FDS "$T/ns.json" 2>>"$T/client.log")
 ns_c=$(as_user $TEST_USER2 "$LP" --socket "$T/ld.sock" $STD_FDS "$T/ns.json" 2>>"$T/client.log")
 diag "netns: host $host_ns, $TEST_USER1 $ns_a $ns_b, $TEST_USER2 $ns_c (Landlock ABI $abi)"
-check "a \"none\" sandbox is never in the host's network namespace" \
+check "a \"unix\" sandbox is never in the host's network namespace" \
 	test -n "$ns_a" -a "$ns_a" != "$host_ns" -a "$ns_c" != "$host_ns"
 check "two users never share a network namespace" test "$ns_a" != "$ns_c" -a "$ns_b" != "$ns_c"
 if [ "${abi:-0}" -ge 6 ]; then
-	check "one user's \"none\" sandboxes share one (Landlock ABI $abi scopes abstract sockets)" \
+	check "one user's \"unix\" sandboxes share one (Landlock ABI $abi scopes abstract sockets)" \
 		test "$ns_a" = "$ns_b"
 else
 	check "below Landlock ABI 6 every sandbox has its own namespace" test "$ns_a" != "$ns_b"
@@ -82,10 +145,10 @@ for _ in $(seq 1 100); do grep -q listening "$T/listen.out" && break; sleep 0.05
 for _ in $(seq 1 100); do grep -q "connect @abstract" "$T/listen.out" && break; sleep 0.05; done
 check "sandbox A listens on @$abstract" grep -q listening "$T/listen.out"
 check "control: inside A itself the socket is reachable" grep -q "SUCCEEDED: connect @abstract" "$T/listen.out"
-# B: the same user, "none", the same namespace where shared: Landlock's scope refuses it.
-probe_refused "another \"none\" sandbox of the same user cannot connect to A's abstract socket" \
+# B: the same user, "unix", the same namespace where shared: Landlock's scope refuses it.
+probe_refused "another \"unix\" sandbox of the same user cannot connect to A's abstract socket" \
 	--user $TEST_USER1 -- abstract "$abstract"
-probe_refused "another user's \"none\" sandbox cannot connect to it" --user $TEST_USER2 -- abstract "$abstract"
+probe_refused "another user's \"unix\" sandbox cannot connect to it" --user $TEST_USER2 -- abstract "$abstract"
 "$HELPERS/probe" abstract "$abstract" >/dev/null 2>&1
 check "the host cannot reach it either (not the host's namespace)" test $? = 1
 kill $lpid 2>/dev/null

@@ -800,16 +800,32 @@ static void test_host_gaps(void)
 	_cleanup_compiled_plan_ struct compiled_plan *plan = NULL, *p2 = NULL, *p3 = NULL;
 
 	ctx.caps.landlock_abi = 3;
-	is_int(-EOPNOTSUPP, compile_doc("{\"version\": 1, \"optional\": []}", &ctx, &plan, &err),
-	       "Landlock net on ABI 3 fails when required");
+	is_int(-EOPNOTSUPP,
+	       compile_doc("{\"version\": 1, \"optional\": [], \"network\": {\"mode\": \"unix\"}}",
+			   &ctx, &plan, &err),
+	       "Landlock net on ABI 3 fails when required (network unix)");
 	is_str("landlock.net", err.field, "the rule is named");
-	is_int(0, compile_doc("{\"version\": 1}", &ctx, &p2, &err),
+	is_int(0,
+	       compile_doc("{\"version\": 1, \"network\": {\"mode\": \"unix\"}}", &ctx, &p2, &err),
 	       "the default marks Landlock net and scope optional");
 	ok(p2 && strv_contains(p2->unenforced, "landlock.net") &&
 		   strv_contains(p2->unenforced, "landlock.scope"),
 	   "and lists them as unenforced");
 	ok(p2 && !dump_has(p2, "ioctl-dev") && dump_has(p2, "truncate"),
 	   "rights are masked to the ABI");
+	{
+		_cleanup_compiled_plan_ struct compiled_plan *pn = NULL;
+
+		is_int(0,
+		       compile_doc("{\"version\": 1, \"optional\": [\"landlock.scope\"]}", &ctx,
+				   &pn, &err),
+		       "network none needs no Landlock TCP rules (ABI 3, net not optional)");
+		ok(pn &&
+			   streq_ptr(json_string_value(json_object_get(pn->plan, "network")),
+				     "none") &&
+			   !json_object_get(json_object_get(pn->plan, "landlock"), "net"),
+		   "none: a loopback of its own, TCP on it not denied");
+	}
 
 	ctx = base_ctx();
 	ctx.caps.cgroup = POLICY_CGROUP_NONE;
