@@ -20,6 +20,7 @@ static const struct command {
 	{ "ps", "list sandboxed processes" },
 	{ "kill", "signal a sandboxed process (default: kill its whole tree)" },
 	{ "wait", "wait for a sandboxed process to end" },
+	{ "attach", "attach this terminal to a detached process's terminal (run --detach -t)" },
 	{ "events", "show the event stream (spawn, exit, denials, changes)" },
 	{ "doctor", "show what this host supports, with a hint for each missing piece" },
 	{ "policy", "check or explain a policy file" },
@@ -121,6 +122,8 @@ int main(int argc, char **argv)
 		r = cli_cmd_kill(&cli, argc, argv);
 	else if (streq(cmd, "wait"))
 		r = cli_cmd_wait(&cli, argc, argv);
+	else if (streq(cmd, "attach"))
+		r = cli_cmd_attach(&cli, argc, argv);
 	else if (streq(cmd, "events"))
 		r = cli_cmd_events(&cli, argc, argv);
 	else if (streq(cmd, "doctor"))

@@ -5,7 +5,8 @@
  *
  *   run:  the command gets this terminal's stdin/stdout/stderr (passed as fds); signals that
  *         reach the CLI (Ctrl-C, kill) are forwarded to the sandboxed process. On a terminal
- *         (or with -t) it gets a pseudo-terminal of its own instead, relayed (cli-tty.c).
+ *         (or with -t) it gets a pseudo-terminal of its own instead, relayed (cli-tty.c);
+ *         detached with -t, one that `cordon attach` relays later.
  *   exec: output is captured by the controller (capped at maxOutputBytes per stream) and printed
  *         afterwards, or returned whole as JSON with --json.
  */
@@ -57,7 +58,8 @@ static void run_usage(bool capture)
 	       "  --pids N               process limit\n"
 	       "  --max-output BYTES     capture at most BYTES of each stream (exec)\n"
 	       "  --detach               (run) keep running when this CLI exits; print the id\n"
-	       "                         (its stdio is /dev/null)\n"
+	       "                         (its stdio is /dev/null; with -t a terminal of its own\n"
+	       "                         for 'cordon attach ID')\n"
 	       "  -t, --tty              (run) give the command a terminal of its own (the\n"
 	       "                         default when stdin and stdout are terminals)\n"
 	       "  -T, --no-tty           (run) no terminal: the command gets this stdio as is\n"
@@ -506,8 +508,13 @@ static int run_command(struct cli *cli, json_t *params, bool capture, bool detac
 
 	/* run: our stdio goes to the command as fds 0, 1, 2 of this message. A detached command
 	 * outlives us: it gets none of our stdio (it would hold a pipe or terminal of ours open
-	 * after we are gone); its output is discarded unless it redirects it itself. */
-	if (detach) {
+	 * after we are gone); its output is discarded unless it redirects it itself, or it gets a
+	 * terminal of the controller's (-t), which keeps its last output for `cordon attach`. */
+	if (detach && tty) {
+		json_object_del(params, "stdio");
+		json_object_set_new(params, "pty", json_true());
+		json_object_set_new(params, "detached", json_true());
+	} else if (detach) {
 		json_object_set_new(params, "stdio",
 				    json_pack("{s:s,s:s,s:s}", "stdin", "null", "stdout", "null",
 					      "stderr", "null"));
@@ -551,14 +558,15 @@ static int run_command(struct cli *cli, json_t *params, bool capture, bool detac
 		return CLI_EXIT_OK;
 	}
 	if (tty) {
-		int sig = 0;
+		struct cli_tty_end end;
 
-		r = cli_tty_relay(cli, st.process_id, &st.exit, &sig);
-		if (r >= 0 && sig > 0) {
+		r = cli_tty_relay(cli, st.process_id, false, &end);
+		st.exit = end.exit;
+		if (r >= 0 && end.signal > 0) {
 			/* Our own end (killed, or our terminal hung up): the terminal is restored;
 			 * the command goes with our connection. */
 			json_decref(st.exit);
-			return 128 + sig;
+			return 128 + end.signal;
 		}
 	} else
 		r = wait_forwarding_signals(cli, &st);
@@ -735,8 +743,6 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 	}
 	if (detach && capture)
 		return cli_usage_error(name, "--detach goes with run, not exec", "--detach");
-	if (detach && tty_opt == 1)
-		return cli_usage_error(name, "a detached command has no terminal", "--tty");
 	if (sandbox && po.policy)
 		return cli_usage_error(
 			name,
@@ -776,11 +782,86 @@ int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture)
 		return CLI_EXIT_UNAVAILABLE;
 	t_connected = now_usec();
 	log_debug("connected after %llu us", t_connected - t_start);
-	/* A terminal of its own: asked for, or ours is one both ways (not when detached). */
-	tty = !capture && !detach &&
-	      (tty_opt == 1 || (tty_opt < 0 && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)));
+	/* A terminal of its own: asked for, or ours is one both ways (detached: only asked for). */
+	tty = !capture && (tty_opt == 1 || (!detach && tty_opt < 0 && isatty(STDIN_FILENO) &&
+					    isatty(STDOUT_FILENO)));
 	r = run_command(cli, params, capture, detach, tty, sandbox, t_start);
 	if (r == RUN_NEEDS_LEASE)
 		r = run_in_lease(cli, params, capture, tty, name, t_start);
+	return r;
+}
+
+static const char attach_usage[] =
+	"Usage: cordon attach [--json] ID\n\n"
+	"Attach this terminal to the terminal of process ID, started with\n"
+	"'cordon run --detach -t': its last output is shown again, then what it writes;\n"
+	"what is typed goes to it. Ctrl-P Ctrl-Q detaches and leaves it running. The last\n"
+	"to attach takes over: an earlier attach ends.\n\n"
+	"Exit status: the command's own if it ends while attached (128+N if signal N\n"
+	"ended it); 0 when detached; 1 no such process, it has exited or it is not\n"
+	"detached; 122 controller unavailable; 125 usage error, or the process has no\n"
+	"terminal.\n";
+
+int cli_cmd_attach(struct cli *cli, int argc, char **argv)
+{
+	_cleanup_json_ json_t *result = NULL, *error = NULL;
+	struct cli_tty_end end;
+	const char *b64, *id;
+	int i, r;
+
+	i = cli_simple_opts(cli, argc, argv, attach_usage, true);
+	if (i < 0)
+		return i == CLI_OPTS_HELP ? CLI_EXIT_OK : -i;
+	if (i != argc - 1) {
+		fprintf(stderr, "Usage: cordon attach [--json] ID\nTry 'cordon attach --help'.\n");
+		return CLI_EXIT_USAGE;
+	}
+	id = argv[i];
+	r = cli_connect(cli);
+	if (r < 0)
+		return CLI_EXIT_UNAVAILABLE;
+	r = cli_call(cli, "process.attach", json_pack("{s:s}", "processId", id), NULL, 0, &result,
+		     &error, NULL, NULL);
+	if (r == -EREMOTEIO) {
+		json_t *data = json_object_get(error, "data");
+
+		if (streq_ptr(json_string_value(json_object_get(data, "reason")), "no-terminal")) {
+			fprintf(stderr,
+				"cordon: attach: %s has no terminal to attach to (start it with "
+				"'cordon run --detach -t')\n",
+				id);
+			return CLI_EXIT_USAGE;
+		}
+		return cli_report_error(error, "attach");
+	}
+	if (r < 0)
+		return CLI_EXIT_UNAVAILABLE;
+	/* What it wrote while nobody was attached, then the live terminal. */
+	b64 = json_string_value(json_object_get(result, "replay"));
+	if (b64 && *b64) {
+		_cleanup_free_ void *data = NULL;
+		size_t len = 0;
+
+		if (base64_decode(b64, strlen(b64), &data, &len) >= 0)
+			(void)loop_write(STDOUT_FILENO, data, len);
+	}
+	r = cli_tty_relay(cli, id, true, &end);
+	if (r < 0) {
+		log_error_errno(r, "lost the controller while attached: %m");
+		return CLI_EXIT_UNAVAILABLE;
+	}
+	if (end.signal > 0)
+		return 128 + end.signal; /* the process runs on */
+	if (end.detached || end.taken_over) {
+		fprintf(stderr, "\r\ncordon: %s %s; it runs on ('cordon attach %s' to come back)\n",
+			end.taken_over ? "another attach took over" : "detached from", id, id);
+		return CLI_EXIT_OK;
+	}
+	if (cli->json)
+		cli_print_json(end.exit);
+	else
+		print_exit_note(end.exit);
+	r = exit_status_of(end.exit);
+	json_decref(end.exit);
 	return r;
 }

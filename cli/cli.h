@@ -122,13 +122,24 @@ int cli_usage_error(const char *cmd, const char *what, const char *arg);
 /* Subcommands. */
 int cli_cmd_run(struct cli *cli, int argc, char **argv, bool capture);
 
+/* How a relay ended (cli_tty_relay()): one of these is set. */
+struct cli_tty_end {
+	json_t *exit;	 /* the process.exit notification (the caller's reference) */
+	int signal;	 /* a signal ended the CLI: SIGTERM, SIGHUP, SIGINT, SIGQUIT */
+	bool detached;	 /* attach: the detach keys (Ctrl-P Ctrl-Q) */
+	bool taken_over; /* attach: another client attached (process.detached) */
+};
+
 /*
  * cli-tty.c: relay a process spawned with a pty (this terminal in raw mode while it runs) until
- * its exit notification (*ret_exit) or a signal that ends the CLI (*ret_signal: SIGTERM,
- * SIGHUP, SIGINT, SIGQUIT). The terminal is restored on return, and at exit whatever happens.
+ * its exit notification or a signal that ends the CLI; attach (`cordon attach`): also until the
+ * detach keys or another attach. The terminal is restored on return, and at exit whatever
+ * happens.
  */
-int cli_tty_relay(struct cli *cli, const char *process_id, json_t **ret_exit, int *ret_signal);
+int cli_tty_relay(struct cli *cli, const char *process_id, bool attach, struct cli_tty_end *end);
 void cli_tty_restore(void);
+/* `cordon attach ID` (cli-run.c). */
+int cli_cmd_attach(struct cli *cli, int argc, char **argv);
 int cli_cmd_sandbox(struct cli *cli, int argc, char **argv);
 int cli_cmd_ps(struct cli *cli, int argc, char **argv);
 int cli_cmd_kill(struct cli *cli, int argc, char **argv);

@@ -2,8 +2,10 @@
 /*
  * The process table: exec (run to completion, capture output up to a cap while draining the
  * rest), spawn (long-lived; output to the client's fds or as notifications), write/closeStdin,
- * signal, wait, list. Every process records the launcher instance that created it, and is killed
- * with its whole tree when the client that started it goes away (unless spawned detached).
+ * signal, wait, list, attach. Every process records the launcher instance that created it, and is
+ * killed with its whole tree when the client that started it goes away (unless spawned detached).
+ * A process on a pty keeps its last output (a ring of RING_MAX bytes) for process.attach, which
+ * replays it to the client that attaches and sends it the output and exit from then on.
  */
 #include "config.h"
 
@@ -33,6 +35,7 @@
 #define FINISHED_KEEP 256 /* finished processes kept for `wait` and `ps` */
 #define FINISHED_SLACK 64
 #define STDIN_MAX (16U * 1024U * 1024U)
+#define RING_MAX (64U * 1024U) /* a pty's last output, replayed on attach */
 
 enum stream_mode {
 	STREAM_NULL, /* /dev/null */
@@ -75,6 +78,12 @@ struct process {
 	struct capture out[2];
 	int stdin_fd;
 	bool pty; /* stdin_fd is a pty's master (process.resize) */
+	/* pty: the client attached to it (process.attach), which gets its output and exit
+	 * instead of the owner; and its last output, for the next one to attach. */
+	struct client *attached;
+	char *ring;
+	size_t ring_len;
+	bool ring_cut; /* older output was dropped: the replay starts at a line */
 	/* process.write data the pipe has not taken yet (bounded by STDIN_MAX). */
 	char *in_buf;
 	size_t in_len;
@@ -156,6 +165,7 @@ static void process_free(struct process *p)
 	}
 	event_source_free(p->in_src);
 	free(p->in_buf);
+	free(p->ring);
 	safe_close(p->stdin_fd);
 	safe_close(p->pidfd);
 	json_decref(p->argv);
@@ -325,6 +335,8 @@ static void process_maybe_finish(struct process *p)
 			(void)client_reply(p->owner, p->exec_id, process_result(p, true));
 		else if (p->owner && !p->is_exec)
 			(void)client_notify(p->owner, "process.exit", process_result(p, false));
+		if (p->attached && p->attached != p->owner)
+			(void)client_notify(p->attached, "process.exit", process_result(p, false));
 	}
 	json_decref(TAKE_PTR(p->exec_id));
 	while (p->waiters) {
@@ -342,12 +354,15 @@ static void process_maybe_finish(struct process *p)
 			json_object_set(ev, "argv", p->argv);
 		controller_event(c, "exit", ev);
 	}
-	/* Captured output is no longer needed once delivered. */
+	/* Captured output is no longer needed once delivered; nobody attaches any more. */
 	for (int i = 0; i < 2; i++) {
 		free(p->out[i].buf);
 		p->out[i].buf = NULL;
 		p->out[i].len = 0;
 	}
+	free(TAKE_PTR(p->ring));
+	p->ring_len = 0;
+	p->attached = NULL;
 	prune_finished(c);
 }
 
@@ -424,6 +439,32 @@ static int capture_append(struct capture *cap, const char *data, size_t n, uint6
 	return 0;
 }
 
+/* Keep the last RING_MAX bytes of a pty's output (nobody may be attached: the command must
+ * never block on its terminal, and the next to attach sees where it is). */
+static void ring_append(struct process *p, const char *data, size_t n)
+{
+	if (!p->ring) {
+		p->ring = malloc(RING_MAX);
+		if (!p->ring)
+			return;
+	}
+	if (n >= RING_MAX) {
+		memcpy(p->ring, data + n - RING_MAX, RING_MAX);
+		p->ring_len = RING_MAX;
+		p->ring_cut = true;
+		return;
+	}
+	if (p->ring_len + n > RING_MAX) {
+		size_t drop = p->ring_len + n - RING_MAX;
+
+		memmove(p->ring, p->ring + drop, p->ring_len - drop);
+		p->ring_len -= drop;
+		p->ring_cut = true;
+	}
+	memcpy(p->ring + p->ring_len, data, n);
+	p->ring_len += n;
+}
+
 static int on_capture(struct event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct capture *cap = userdata;
@@ -445,10 +486,14 @@ static int on_capture(struct event_source *s, int fd, uint32_t revents, void *us
 			goto eof;
 		cap->total += (uint64_t)n;
 		if (cap->notify) {
-			_cleanup_free_ char *b = base64_encode(chunk, (size_t)n);
+			struct client *to = p->attached ? p->attached : p->owner;
+			_cleanup_free_ char *b = NULL;
 
-			if (p->owner && b)
-				(void)client_notify(p->owner, "process.output",
+			if (p->pty && p->detached) /* the only ones process.attach takes */
+				ring_append(p, chunk, (size_t)n);
+			b = to ? base64_encode(chunk, (size_t)n) : NULL;
+			if (b)
+				(void)client_notify(to, "process.output",
 						    json_pack("{s:s,s:s,s:s}", "processId", p->id,
 							      "stream", cap->name, "data", b));
 			continue;
@@ -1334,6 +1379,63 @@ int method_process_resize(struct client *cl, json_t *id, json_t *params, int *fd
 	return client_reply(cl, id, json_object());
 }
 
+/*
+ * Attach to a detached process's terminal: the answer replays its last output (up to RING_MAX
+ * bytes, from the start of a line when older output was dropped); from then on this client gets
+ * its process.output and process.exit notifications, until it disconnects (the process runs on)
+ * or another client attaches: the last to attach takes over, and the one it replaces is told
+ * (process.detached). Only a process spawned with pty and detached: one without a terminal has
+ * nothing to attach to, and one that is not detached belongs to the client that started it.
+ * Every client here is this user (SO_PEERCRED): the owner of every process in the table.
+ */
+int method_process_attach(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
+{
+	static const char *const keys[] = { "processId", NULL };
+	struct process *p = lookup(cl, id, params, keys);
+	_cleanup_free_ char *b = NULL;
+	const char *replay;
+	size_t len;
+
+	if (!p)
+		return 0;
+	if (p->exit || p->finished)
+		return client_reply_error(cl, id, CORDON_ERR_NOT_FOUND, "the process has exited",
+					  json_pack("{s:s,s:s}", "processId", p->id, "reason",
+						    "exited"));
+	if (!p->pty)
+		return client_reply_error(
+			cl, id, CORDON_ERR_NOT_FOUND,
+			"the process has no terminal to attach to (spawn it with pty)",
+			json_pack("{s:s,s:s}", "processId", p->id, "reason", "no-terminal"));
+	if (!p->detached)
+		return client_reply_error(
+			cl, id, CORDON_ERR_BUSY,
+			"the process is not detached: its terminal belongs to the client that "
+			"started it",
+			json_pack("{s:s,s:s}", "processId", p->id, "reason", "not-detached"));
+	replay = p->ring ? p->ring : "";
+	len = p->ring_len;
+	if (p->ring_cut) {
+		const char *nl = memchr(replay, '\n', len);
+
+		if (nl) {
+			len -= (size_t)(nl + 1 - replay);
+			replay = nl + 1;
+		}
+	}
+	b = base64_encode(replay, len);
+	if (!b)
+		return client_reply_error(cl, id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
+	if (p->attached && p->attached != cl)
+		(void)client_notify(p->attached, "process.detached",
+				    json_pack("{s:s,s:s}", "processId", p->id, "reason",
+					      "taken-over"));
+	p->attached = cl;
+	return client_reply(cl, id,
+			    json_pack("{s:s,s:s,s:I}", "processId", p->id, "replay", b,
+				      "replayBytes", (json_int_t)len));
+}
+
 int method_process_close_stdin(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
 {
 	static const char *const keys[] = { "processId", NULL };
@@ -1402,10 +1504,10 @@ int method_process_list(struct client *cl, json_t *id, json_t *params, int *fds,
 		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
 	}
 	for (struct process *p = cl->ctl->processes; p; p = p->next) {
-		json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:i,s:O,s:b}", "processId", p->id, "state",
-				      process_state(p), "instance", p->sandbox, "launcher",
+		json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:i,s:O,s:b,s:b,s:b}", "processId", p->id,
+				      "state", process_state(p), "instance", p->sandbox, "launcher",
 				      p->launcher, "pid", (int)p->pid, "argv", p->argv, "detached",
-				      p->detached);
+				      p->detached, "pty", p->pty, "attached", p->attached != NULL);
 
 		if (e && p->finished) {
 			_cleanup_json_ json_t *res = process_result(p, false);
@@ -1521,6 +1623,8 @@ void controller_processes_client_gone(struct controller *c, struct client *cl)
 			} else
 				w = &(*w)->next;
 		}
+		if (p->attached == cl)
+			p->attached = NULL; /* detached: the process runs on */
 		if (p->owner != cl)
 			continue;
 		p->owner = NULL;

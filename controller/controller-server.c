@@ -26,6 +26,7 @@ static const struct controller_method methods[] = {
 	{ "process.spawn", method_process_spawn },
 	{ "process.write", method_process_write },
 	{ "process.resize", method_process_resize },
+	{ "process.attach", method_process_attach },
 	{ "process.closeStdin", method_process_close_stdin },
 	{ "process.signal", method_process_signal },
 	{ "process.wait", method_process_wait },

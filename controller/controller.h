@@ -106,6 +106,7 @@ int method_process_exec(struct client *cl, json_t *id, json_t *params, int *fds,
 int method_process_spawn(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_process_write(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_process_resize(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
+int method_process_attach(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_process_close_stdin(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_process_signal(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_process_wait(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);

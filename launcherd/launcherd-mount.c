@@ -24,8 +24,10 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <linux/major.h>
 #include <linux/openat2.h>
 
 #include "common/cleanup.h"
@@ -406,6 +408,69 @@ static int clone_foreign_binds(const struct plan *plan, const int *fds, int *tre
 	return r;
 }
 
+/*
+ * The sandbox's terminal (plan controllingTty) by a name of its own: a clone of the mount of the
+ * very pty slave the requester passed as the command's stdio, for /dev/console (mount_dev(),
+ * as container runtimes name theirs). The slave is of the requester's devpts, not of the
+ * sandbox's own instance, so no /dev/pts/N inside names it; glibc's ttyname() (tty(1)) then
+ * scans /dev and finds it at /dev/console by device and inode. Only a Unix 98 pty slave (major
+ * 136-143), and only the inode of that fd: cloned by the fd itself in our namespace, or,
+ * privileged, in the plan's mountNamespace (as clone_foreign_binds()); in user mode by its
+ * /dev/pts path, never through a symlink (as clone_bind_fallback()); checked to be the same
+ * inode whichever way. Why this is safe: the sandbox holds that terminal already (its stdin,
+ * stdout and stderr); the clone is that one file and nothing else of the requester's devpts
+ * (a file bind has no ".."), with flags of its own (read-only, nosuid, noexec, private); and
+ * opening it again checks the pty's owner and mode as the sandbox's user, the requester. No
+ * other device is reachable through it. Best effort: where it cannot be cloned (another
+ * namespace, none named) the terminal works unnamed: 0 with *ret_fd -1. -errno only when we
+ * could not come back to our own mount namespace.
+ */
+static int clone_console(const struct plan *plan, const int *fds, bool user_mode, int *ret_fd)
+{
+	/* Read-only: no chmod or chown through it (a device opens for writing all the same). */
+	const uint64_t attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+	int tty = fds[plan->stdio[0]];
+	_cleanup_close_ int t = -1;
+	struct stat st, c;
+
+	*ret_fd = -1;
+	if (fstat(tty, &st) < 0 || !S_ISCHR(st.st_mode) ||
+	    major(st.st_rdev) < UNIX98_PTY_SLAVE_MAJOR ||
+	    major(st.st_rdev) >= UNIX98_PTY_SLAVE_MAJOR + UNIX98_PTY_MAJOR_COUNT)
+		return 0;
+	t = clone_with_attrs(tty, "", AT_EMPTY_PATH, attrs);
+	if (t < 0 && !user_mode && plan->mount_ns >= 0) {
+		_cleanup_close_ int own = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+
+		if (own < 0 || setns(fds[plan->mount_ns], CLONE_NEWNS) < 0)
+			return 0;
+		t = clone_with_attrs(tty, "", AT_EMPTY_PATH, attrs);
+		if (setns(own, CLONE_NEWNS) < 0)
+			return -errno;
+	} else if (t < 0 && user_mode) {
+		char proc[64], path[PATH_MAX];
+		_cleanup_close_ int fd = -1;
+		ssize_t n;
+
+		(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tty);
+		n = readlink(proc, path, sizeof(path) - 1);
+		if (n < 0)
+			return 0;
+		path[n] = '\0';
+		if (!startswith(path, "/dev/pts/"))
+			return 0;
+		fd = fd_openat2(AT_FDCWD, path, O_PATH | O_NOFOLLOW,
+				RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+		if (fd >= 0)
+			t = clone_with_attrs(fd, "", AT_EMPTY_PATH, attrs);
+	}
+	/* Whichever way: exactly the requester's terminal, or nothing. */
+	if (t >= 0 && fstat(t, &c) == 0 && c.st_dev == st.st_dev && c.st_ino == st.st_ino &&
+	    c.st_rdev == st.st_rdev)
+		*ret_fd = TAKE_FD(t);
+	return 0;
+}
+
 static int mount_bind(struct root_builder *b, const struct plan_mount *m, int tree)
 {
 	_cleanup_close_ int mp = -1;
@@ -573,7 +638,7 @@ int mount_dev_template(int *ret_fd)
 		{ "stderr", "/proc/self/fd/2" },
 	};
 	_cleanup_close_ int dev = -1;
-	int r;
+	int f, r;
 
 	dev = new_tmpfs(0755, 1024 * 1024, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
 	if (dev < 0)
@@ -581,7 +646,6 @@ int mount_dev_template(int *ret_fd)
 	for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
 		_cleanup_close_ int src = -1, target = -1;
 		char host[32];
-		int f;
 
 		f = openat(dev, nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
 		if (f < 0)
@@ -598,6 +662,12 @@ int mount_dev_template(int *ret_fd)
 		if (r < 0)
 			return r;
 	}
+	/* The mount point of the sandbox's terminal (mount_dev()): an empty file nobody may
+	 * open, where the sandbox has none. */
+	f = openat(dev, "console", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0);
+	if (f < 0)
+		return -errno;
+	safe_close(f);
 	if (mkdirat(dev, "shm", 0755) < 0 || mkdirat(dev, "pts", 0755) < 0)
 		return -errno;
 	for (size_t i = 0; i < ELEMENTSOF(links); i++)
@@ -625,12 +695,14 @@ static int attach_new_at(int tree, int dir, const char *name)
 }
 
 /* /dev: the template (a clone made by the parent, or by mount_build_root() before the root
- * step), then a private shm and a new devpts instance of this sandbox's own. */
-static int mount_dev(struct root_builder *b, const struct plan_mount *m, int template_clone)
+ * step), then a private shm, a new devpts instance of this sandbox's own, and its terminal at
+ * /dev/console when it has one (clone_console()). */
+static int mount_dev(struct root_builder *b, const struct plan_mount *m, int template_clone,
+		     int console_clone)
 {
 	static const char *const pts_opts[] = { "newinstance", NULL,   "ptmxmode",
 						"0666",	       "mode", "0620" };
-	_cleanup_close_ int mp = -1, dev = template_clone;
+	_cleanup_close_ int mp = -1, dev = template_clone, console = console_clone, target = -1;
 	int r;
 
 	if (dev < 0)
@@ -646,9 +718,15 @@ static int mount_dev(struct root_builder *b, const struct plan_mount *m, int tem
 			  dev, "shm");
 	if (r < 0)
 		return r;
-	return attach_new_at(new_fs("devpts", pts_opts, ELEMENTSOF(pts_opts),
-				    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC),
-			     dev, "pts");
+	r = attach_new_at(new_fs("devpts", pts_opts, ELEMENTSOF(pts_opts),
+				 MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC),
+			  dev, "pts");
+	if (r < 0 || console < 0)
+		return r;
+	target = openat(dev, "console", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (target < 0)
+		return -errno;
+	return attach(console, target);
 }
 
 /* Hide what an earlier mount exposed: an empty read-only tmpfs over a directory, an empty
@@ -716,7 +794,7 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, uid
 		     bool user_mode, int mntns_fd, int *ret_step, int *ret_index, int *ret_root_fd)
 {
 	struct root_builder b = { .root_fd = -1 };
-	_cleanup_close_ int root = -1;
+	_cleanup_close_ int root = -1, console = -1;
 	bool foreign = false;
 	int r;
 
@@ -743,6 +821,13 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, uid
 			continue;
 		}
 
+		/* The terminal's clone, while the requester's devpts can still be reached. */
+		if (m->type == PLAN_MOUNT_DEV && plan->controlling_tty && console < 0) {
+			*ret_index = (int)i;
+			r = clone_console(plan, fds, user_mode, &console);
+			if (r < 0)
+				return r;
+		}
 		if (m->type == PLAN_MOUNT_DEV && tree_fds[i] < 0) {
 			/* No template clone from the parent: make one while the host's /dev is
 			 * still what "/dev/null" names. */
@@ -818,7 +903,7 @@ int mount_build_root(const struct plan *plan, const int *fds, int *tree_fds, uid
 			tree_fds[i] = -1; /* mount_proc() took it */
 			break;
 		case PLAN_MOUNT_DEV:
-			r = mount_dev(&b, m, tree_fds[i]);
+			r = mount_dev(&b, m, tree_fds[i], TAKE_FD(console));
 			tree_fds[i] = -1; /* mount_dev() took it */
 			break;
 		case PLAN_MOUNT_DENY:
