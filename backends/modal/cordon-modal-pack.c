@@ -3,11 +3,15 @@
  * The Modal pack (backends/modal/pack.json): the pack protocol of docs/PROTOCOL.md §6 over
  * stdin/stdout, backed by Modal sandboxes reached over gRPC (modal-api.h).
  *
- *   configure  token id and secret (secrets), image, app, environment, server URL, resources
+ *   configure  token id and secret (secrets), image, app, environment, server URL, CA file,
+ *              resources
  *   isAvailable  an auth token from the token id and secret (the service's refusal as reason)
- *   prepare    the app (get or create); the sandboxes an earlier instance on this host left
- *              behind are terminated: each sandbox carries a tag naming its owning instance,
- *              and an instance holds a lock on <state>/owners/<owner> while it lives
+ *   prepare    the app (get or create); an image setting that is a registry reference is built
+ *              (or found built) by Modal's image calls, its build log sent as progress
+ *              notifications, a failed build failing prepare with the build's message; the
+ *              sandboxes an earlier instance on this host left behind are terminated: each
+ *              sandbox carries a tag naming its owning instance, and an instance holds a lock on
+ *              <state>/owners/<owner> while it lives
  *   acquire    creates a sandbox (no network access, workdir WS_DIR), gets its task and the
  *              command router's access, and hydrates WS_DIR by an exec of tar reading the
  *              workspace tar on its stdin; answers mountPoint WS_DIR
@@ -27,6 +31,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +51,9 @@
 #define WS_DIR "/root/workspace"
 #define STDIN_CHUNK (256 * 1024)
 #define OWNER_TAG "cordon-owner"
+/* How long prepare (bounded at 120 s by the controller) waits for an image build. */
+#define BUILD_WAIT_S 100
+#define IMAGE_COMMANDS_MAX 32
 /* Runs "$@" in "$1" after keeping its pid under $HOME/.cordon (for kill). */
 #define WRAPPER                                                                                \
 	"mkdir -p \"$HOME/.cordon\" && echo $$ >\"$HOME/.cordon/$1\" && cd \"$2\" && shift 2 " \
@@ -56,7 +64,8 @@ static pthread_mutex_t send_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static char instance[256] = "unconfigured";
 static char server_url[1024] = "https://api.modal.com", image[256], app_name[128] = "cordon",
-	    environment[128];
+	    environment[128], ca_file[1024], image_commands[4096];
+static char image_id[256]; /* the image setting's id, or the one built from its reference */
 static unsigned milli_cpu, memory_mb, sandbox_ttl = 3600;
 static struct modal_client *mc; /* the main thread's */
 static char *app_id;
@@ -400,6 +409,8 @@ static void do_configure(json_t *id, json_t *params)
 	copy_setting(params, "instance", instance, sizeof(instance));
 	copy_setting(settings, "serverUrl", server_url, sizeof(server_url));
 	copy_setting(settings, "image", image, sizeof(image));
+	copy_setting(settings, "imageCommands", image_commands, sizeof(image_commands));
+	copy_setting(settings, "caFile", ca_file, sizeof(ca_file));
 	copy_setting(settings, "app", app_name, sizeof(app_name));
 	copy_setting(settings, "environment", environment, sizeof(environment));
 	milli_cpu = num_setting(settings, "milliCpu", 0, 64000);
@@ -410,9 +421,10 @@ static void do_configure(json_t *id, json_t *params)
 	mc = modal_client_free(mc);
 	free(app_id);
 	app_id = NULL;
-	fprintf(stderr, "cordon-modal-pack: configured %s (API %s, image %s, token %s)\n", instance,
-		server_url, image[0] ? image : "unset",
-		json_string_length(tsec) > 0 ? "configured" : "absent");
+	image_id[0] = '\0';
+	fprintf(stderr, "cordon-modal-pack: configured %s (API %s%s%s, image %s, token %s)\n",
+		instance, server_url, ca_file[0] ? ", CA file " : "", ca_file,
+		image[0] ? image : "unset", json_string_length(tsec) > 0 ? "configured" : "absent");
 	if (!json_is_string(tid) || !json_is_string(tsec) || json_string_length(tid) == 0 ||
 	    json_string_length(tsec) == 0) {
 		reply_error(id,
@@ -420,17 +432,28 @@ static void do_configure(json_t *id, json_t *params)
 			    "configure");
 		return;
 	}
-	r = modal_client_new(server_url, json_string_value(tid), json_string_value(tsec), &mc);
+	r = modal_client_new(server_url, ca_file[0] ? ca_file : NULL, json_string_value(tid),
+			     json_string_value(tsec), &mc);
 	wipe_json_string(tsec);
 	if (r < 0) {
 		reply_error(id, "serverUrl must be an http or https URL", "configure");
 		return;
 	}
 	if (!image[0]) {
-		reply_error(id, "no image: set the image setting to an image id (im-…)",
+		reply_error(id,
+			    "no image: set the image setting to an image id (im-…) or a registry "
+			    "image (python:3.12-slim)",
 			    "configure");
 		return;
 	}
+	for (const char *p = image; *p; p++)
+		if (*p <= ' ' || *p == 0x7f || *p == '"' || *p == '\\' || *p == '<' || *p == '>') {
+			reply_error(id, "the image setting holds a space or a control character",
+				    "configure");
+			return;
+		}
+	if (startswith(image, "im-"))
+		(void)snprintf(image_id, sizeof(image_id), "%s", image);
 	if (remote_owner_take(owner, &owner_lock_fd) < 0) {
 		reply_error(id, "cannot set up the pack's state", "configure");
 		return;
@@ -445,6 +468,65 @@ static int ensure_app(char *msg, size_t msg_size)
 	return modal_app_get_or_create(mc, app_name, environment, &app_id, msg, msg_size);
 }
 
+/* A progress notification (display text: printable ASCII, no markup) and a log line. */
+static void progress(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	for (unsigned char *p = (unsigned char *)line; *p; p++)
+		if (*p < 0x20 || *p >= 0x7f)
+			*p = '?';
+		else if (*p == '<' || *p == '>')
+			*p = '\'';
+	fprintf(stderr, "cordon-modal-pack: %s\n", line);
+	send_msg(jsonrpc_notification_new("progress", json_pack("{s:s}", "message", line)));
+}
+
+static void on_build_log(const char *line, void *ud)
+{
+	(void)ud;
+	progress("building image %s: %s", image, line);
+}
+
+/* The image setting's registry reference built (or found built) at Modal, with the
+ * imageCommands setting's lines as Dockerfile commands after its FROM. */
+static int build_image(char *msg, size_t msg_size)
+{
+	_cleanup_free_ char *cmds = strdup(image_commands), *built = NULL;
+	const char *argv[IMAGE_COMMANDS_MAX + 1];
+	size_t n = 0;
+	char *save = NULL;
+	int r;
+
+	if (!cmds)
+		return -ENOMEM;
+	for (char *l = strtok_r(cmds, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		while (*l == ' ' || *l == '\t' || *l == '\r')
+			l++;
+		if (!*l)
+			continue;
+		if (n == IMAGE_COMMANDS_MAX) {
+			snprintf(msg, msg_size, "imageCommands holds more than %d lines",
+				 IMAGE_COMMANDS_MAX);
+			return -E2BIG;
+		}
+		argv[n++] = l;
+	}
+	argv[n] = NULL;
+	progress("building image %s at Modal", image);
+	r = modal_image_build(mc, app_id, environment, image, argv, BUILD_WAIT_S, on_build_log,
+			      NULL, &built, msg, msg_size);
+	if (r < 0)
+		return r;
+	(void)snprintf(image_id, sizeof(image_id), "%s", built);
+	progress("image %s built: %s", image, image_id);
+	return 0;
+}
+
 /* Terminate the sandboxes of earlier instances on this host whose owner lock is free. */
 static void do_prepare(json_t *id)
 {
@@ -457,6 +539,11 @@ static void do_prepare(json_t *id)
 		/* Not fatal: isAvailable tells what is wrong. */
 		fprintf(stderr, "cordon-modal-pack: cannot look for orphans: %s\n", msg);
 		reply(id, json_object());
+		return;
+	}
+	if (!image_id[0] && build_image(msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "cordon-modal-pack: image %s: %s\n", image, msg);
+		reply_error(id, msg, "prepare");
 		return;
 	}
 	d = opendir("owners");
@@ -507,10 +594,13 @@ static void do_probe(json_t *id)
 		reply(id, json_pack("{s:b,s:s}", "available", false, "reason", "not configured"));
 		return;
 	}
-	if (modal_auth(mc, msg, sizeof(msg)) == 0 && ensure_app(msg, sizeof(msg)) == 0)
-		reply(id, json_pack("{s:b}", "available", true));
-	else
+	if (modal_auth(mc, msg, sizeof(msg)) < 0 || ensure_app(msg, sizeof(msg)) < 0)
 		reply(id, json_pack("{s:b,s:s+}", "available", false, "reason", "Modal: ", msg));
+	else if (!image_id[0]) /* prepare could not reach the service to build it */
+		reply(id, json_pack("{s:b,s:s+}", "available", false, "reason",
+				    "Modal: the image was not built: ", image));
+	else
+		reply(id, json_pack("{s:b}", "available", true));
 }
 
 static bool lease_ok(const char *lease)
@@ -558,7 +648,7 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 {
 	const char *lease = json_string_value(json_object_get(params, "lease"));
 	static const char *const untar[] = { "tar", "-xf", "-", NULL };
-	struct modal_sandbox_spec s = { .image_id = image,
+	struct modal_sandbox_spec s = { .image_id = image_id,
 					.workdir = WS_DIR,
 					.tag_name = OWNER_TAG,
 					.tag_value = owner,
@@ -576,6 +666,10 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 	}
 	if (!mc) {
 		reply_error(id, "not configured", "acquire");
+		return;
+	}
+	if (!image_id[0]) {
+		reply_error(id, "the image is not built: activate the backend again", "acquire");
 		return;
 	}
 	if (lease_find(lease)) {

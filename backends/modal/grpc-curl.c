@@ -17,13 +17,14 @@
 #include "common/cleanup.h"
 
 #define MSG_MAX (64u * 1024 * 1024)
-#define MAX_ATTEMPTS 3
+#define DEFAULT_RETRIES 3
 #define BACKOFF_FIRST_MS 100L
 #define BACKOFF_CAP_MS 1000L
 
 struct grpc_conn {
 	CURL *curl;
 	char *base;
+	char *ca_file;
 	bool h2c;
 };
 
@@ -32,7 +33,7 @@ static void global_init(void)
 	(void)curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-int grpc_conn_new(const char *base_url, struct grpc_conn **ret)
+int grpc_conn_new(const char *base_url, const char *ca_file, struct grpc_conn **ret)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct grpc_conn *c;
@@ -46,7 +47,8 @@ int grpc_conn_new(const char *base_url, struct grpc_conn **ret)
 		return -ENOMEM;
 	c->curl = curl_easy_init();
 	c->base = strdup(base_url);
-	if (!c->curl || !c->base) {
+	c->ca_file = ca_file && *ca_file ? strdup(ca_file) : NULL;
+	if (!c->curl || !c->base || (ca_file && *ca_file && !c->ca_file)) {
 		grpc_conn_free(c);
 		return -ENOMEM;
 	}
@@ -65,8 +67,15 @@ struct grpc_conn *grpc_conn_free(struct grpc_conn *c)
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
 	free(c->base);
+	free(c->ca_file);
 	free(c);
 	return NULL;
+}
+
+bool grpc_status_is_transient(int status)
+{
+	return status == GRPC_DEADLINE_EXCEEDED || status == GRPC_UNAVAILABLE ||
+	       status == GRPC_INTERNAL || status == GRPC_UNKNOWN || status == GRPC_CANCELLED;
 }
 
 int grpc_uuid(char out[37])
@@ -96,6 +105,8 @@ struct attempt {
 	bool in_msg;
 	size_t delivered;
 	bool stopped, bad;
+	bool fatal; /* a failure no retry mends (TLS) */
+	char errbuf[CURL_ERROR_SIZE];
 	/* status */
 	bool have_status;
 	int status;
@@ -335,9 +346,13 @@ static int attempt_run(struct grpc_conn *c, const struct grpc_call *call, int at
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
 	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, a->errbuf);
+	if (c->ca_file)
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
 	if (call->timeout_ms > 0)
 		curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, call->timeout_ms + 200);
 	rc = curl_easy_perform(c->curl);
+	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
 	curl_slist_free_all(h);
 	(void)curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &code);
 
@@ -356,9 +371,19 @@ static int attempt_run(struct grpc_conn *c, const struct grpc_call *call, int at
 			a->status = GRPC_INTERNAL;
 			snprintf(a->message, sizeof(a->message), "answer ends mid-message");
 		}
+	} else if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
+		   rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_ISSUER_ERROR) {
+		/* not transient: the certificate stays untrusted on every attempt */
+		a->status = GRPC_UNAVAILABLE;
+		a->fatal = true;
+		snprintf(a->message, sizeof(a->message), "TLS: %s server's certificate (%s%s): %s",
+			 rc == CURLE_SSL_CACERT_BADFILE ? "cannot verify the" : "untrusted",
+			 c->ca_file ? "CA file " : "the system's CAs", c->ca_file ? c->ca_file : "",
+			 a->errbuf[0] ? a->errbuf : curl_easy_strerror(rc));
 	} else if (rc != CURLE_OK) {
 		a->status = GRPC_UNAVAILABLE;
-		snprintf(a->message, sizeof(a->message), "transport: %s", curl_easy_strerror(rc));
+		snprintf(a->message, sizeof(a->message), "transport: %s",
+			 a->errbuf[0] ? a->errbuf : curl_easy_strerror(rc));
 	} else if (code != 200 || !a->grpc_ct) {
 		/* not gRPC: the HTTP status maps as gRPC's HTTP mapping says */
 		a->status = code == 429 || code == 502 || code == 503 || code == 504
@@ -386,7 +411,9 @@ static void sleep_ms(long ms)
 int grpc_invoke(struct grpc_conn *c, const struct grpc_call *call, struct grpc_result *res)
 {
 	char idem[37];
-	long backoff = BACKOFF_FIRST_MS;
+	long backoff = call->backoff_ms > 0 ? call->backoff_ms : BACKOFF_FIRST_MS;
+	long cap = call->backoff_cap_ms > 0 ? call->backoff_cap_ms : BACKOFF_CAP_MS;
+	int retries = call->retries > 0 ? call->retries : DEFAULT_RETRIES;
 	int r;
 
 	if (call->retryable) {
@@ -407,12 +434,13 @@ int grpc_invoke(struct grpc_conn *c, const struct grpc_call *call, struct grpc_r
 		res->messages += a.delivered;
 		res->status = a.status;
 		snprintf(res->message, sizeof(res->message), "%s", a.message);
-		if (a.status != GRPC_UNAVAILABLE && a.status != GRPC_RESOURCE_EXHAUSTED)
+		/* a CANCELLED of our own (the caller stopped the call) is final */
+		if (!grpc_status_is_transient(a.status) || a.stopped || a.fatal)
 			return 0;
-		if (!call->retryable || a.delivered > 0 || n + 1 >= MAX_ATTEMPTS)
+		if (!call->retryable || a.delivered > 0 || n >= retries)
 			return 0;
-		sleep_ms(a.status == GRPC_RESOURCE_EXHAUSTED ? backoff * 2 : backoff);
-		backoff = backoff * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : backoff * 2;
+		sleep_ms(backoff);
+		backoff = backoff * 2 > cap ? cap : backoff * 2;
 	}
 }
 

@@ -4,9 +4,11 @@
  * base, TLS for https://): application/grpc requests with `te: trailers`, 5-byte length-prefixed
  * messages, the status from the trailers (or from the headers of a trailers-only answer), a
  * deadline sent as grpc-timeout and enforced locally, server streams delivered message by
- * message as they arrive, and retries of UNAVAILABLE and RESOURCE_EXHAUSTED with backoff for a
- * call the caller marks retryable (it then carries x-idempotency-key and x-retry-attempt).
- * Metadata values are never logged; a connection belongs to one thread.
+ * message as they arrive, and retries with exponential backoff of the transient statuses
+ * (DEADLINE_EXCEEDED, UNAVAILABLE, INTERNAL, UNKNOWN, and a CANCELLED the server sent) for a call
+ * the caller marks retryable: it then carries one x-idempotency-key across its attempts and
+ * x-retry-attempt. A TLS failure (an untrusted certificate, an unreadable CA file) is never
+ * retried. Metadata values are never logged; a connection belongs to one thread.
  */
 #pragma once
 
@@ -40,7 +42,10 @@ struct grpc_call {
 	size_t req_len;
 	const char *const *metadata; /* "name: value" lines, NULL-terminated, or NULL */
 	long timeout_ms;	     /* deadline of one attempt; 0: none */
-	bool retryable;		     /* idempotent: retried on UNAVAILABLE/RESOURCE_EXHAUSTED */
+	bool retryable;		     /* safe to retry: transient statuses are retried */
+	int retries;		     /* retries after the first attempt; 0: 3 */
+	long backoff_ms;	     /* the first retry's delay, doubled each time; 0: 100 ms */
+	long backoff_cap_ms;	     /* the longest delay; 0: 1 s */
 	grpc_msg_fn on_msg;
 	void *userdata;
 };
@@ -52,8 +57,12 @@ struct grpc_result {
 	size_t messages; /* answer messages delivered */
 };
 
-int grpc_conn_new(const char *base_url, struct grpc_conn **ret);
+/* ca_file: a PEM bundle trusted for an https:// base instead of the system's, or NULL. */
+int grpc_conn_new(const char *base_url, const char *ca_file, struct grpc_conn **ret);
 struct grpc_conn *grpc_conn_free(struct grpc_conn *c);
+
+/* Whether a status is one a retryable call retries (CANCELLED: when the server sent it). */
+bool grpc_status_is_transient(int status);
 
 /* 0 with res->status set (GRPC_UNAVAILABLE for a transport failure), or a negative errno. A
  * stream is retried only while no message was delivered. */

@@ -24,6 +24,7 @@
 
 struct modal_client {
 	struct grpc_conn *conn;
+	char *ca_file;
 	char *id_header, *secret_header, *auth_header;
 	time_t auth_issued, auth_exp;
 	unsigned auth_count;
@@ -31,8 +32,15 @@ struct modal_client {
 
 struct modal_router {
 	struct grpc_conn *conn;
-	char *url, *auth_header, *task_id;
+	char *url, *auth_header, *task_id, *ca_file;
 };
+
+/* The command router's retries: 10, from 10 ms doubling; a wait's, every second. */
+#define ROUTER_RETRIES 10
+#define ROUTER_BACKOFF_MS 10L
+#define ROUTER_BACKOFF_CAP_MS 5120L
+#define WAIT_RETRIES 300
+#define WAIT_BACKOFF_MS 1000L
 
 static void wipe_free(char *s)
 {
@@ -42,8 +50,8 @@ static void wipe_free(char *s)
 	}
 }
 
-int modal_client_new(const char *server_url, const char *token_id, const char *token_secret,
-		     struct modal_client **ret)
+int modal_client_new(const char *server_url, const char *ca_file, const char *token_id,
+		     const char *token_secret, struct modal_client **ret)
 {
 	struct modal_client *c;
 	int r;
@@ -51,10 +59,14 @@ int modal_client_new(const char *server_url, const char *token_id, const char *t
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	r = grpc_conn_new(server_url, &c->conn);
+	r = grpc_conn_new(server_url, ca_file, &c->conn);
 	if (r < 0) {
 		free(c);
 		return r;
+	}
+	if (ca_file && *ca_file && !(c->ca_file = strdup(ca_file))) {
+		modal_client_free(c);
+		return -ENOMEM;
 	}
 	if (asprintf(&c->id_header, "x-modal-token-id: %s", token_id) < 0)
 		c->id_header = NULL;
@@ -73,6 +85,7 @@ struct modal_client *modal_client_free(struct modal_client *c)
 	if (!c)
 		return NULL;
 	grpc_conn_free(c->conn);
+	free(c->ca_file);
 	wipe_free(c->id_header);
 	wipe_free(c->secret_header);
 	wipe_free(c->auth_header);
@@ -108,17 +121,15 @@ static int errno_of(int status)
 }
 
 /* One call: the request packed, the answer unpacked into *resp (NULL when not wanted). */
-static int call_raw(struct grpc_conn *conn, const char *path, const ProtobufCMessage *req,
-		    const char *const *md, bool retryable, long timeout_ms,
-		    const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-		    int *status, char *msg, size_t msg_size)
+static int call_raw(struct grpc_conn *conn, const struct grpc_call *tmpl,
+		    const ProtobufCMessage *req, const ProtobufCMessageDescriptor *resp_desc,
+		    ProtobufCMessage **resp, int *status, char *msg, size_t msg_size)
 {
 	_cleanup_free_ uint8_t *buf = NULL, *ans = NULL;
 	size_t n = protobuf_c_message_get_packed_size(req), ans_len = 0;
 	struct grpc_result res;
-	struct grpc_call call = {
-		.path = path, .metadata = md, .timeout_ms = timeout_ms, .retryable = retryable
-	};
+	struct grpc_call call = *tmpl;
+	const char *path = call.path;
 	int r;
 
 	buf = malloc(n ? n : 1);
@@ -189,8 +200,12 @@ static int auth_fetch(struct modal_client *c, char *msg, size_t msg_size)
 	Modal__Client__AuthTokenGetResponse *resp = NULL;
 	int status, r;
 
-	r = call_raw(c->conn, CONTROL "AuthTokenGet", &req.base, md, true, CALL_TIMEOUT_MS,
-		     &modal__client__auth_token_get_response__descriptor,
+	struct grpc_call call = { .path = CONTROL "AuthTokenGet",
+				  .metadata = md,
+				  .timeout_ms = CALL_TIMEOUT_MS,
+				  .retryable = true };
+
+	r = call_raw(c->conn, &call, &req.base, &modal__client__auth_token_get_response__descriptor,
 		     (ProtobufCMessage **)&resp, &status, msg, msg_size);
 	if (r < 0)
 		return r;
@@ -242,9 +257,12 @@ static int control(struct modal_client *c, const char *method, const ProtobufCMe
 		{
 			const char *md[] = { c->id_header, c->secret_header, c->auth_header,
 					     CLIENT_TYPE,  CLIENT_VERSION,   NULL };
+			struct grpc_call call = { .path = path,
+						  .metadata = md,
+						  .timeout_ms = CALL_TIMEOUT_MS,
+						  .retryable = retryable };
 
-			r = call_raw(c->conn, path, req, md, retryable, CALL_TIMEOUT_MS, resp_desc,
-				     resp, &status, msg, msg_size);
+			r = call_raw(c->conn, &call, req, resp_desc, resp, &status, msg, msg_size);
 		}
 		if (r >= 0 || status != GRPC_UNAUTHENTICATED || pass > 0)
 			return r;
@@ -286,8 +304,10 @@ int modal_sandbox_create(struct modal_client *c, const struct modal_sandbox_spec
 	Modal__Client__Resources res = MODAL__CLIENT__RESOURCES__INIT;
 	Modal__Client__SandboxTag tag = MODAL__CLIENT__SANDBOX_TAG__INIT, *tags[1] = { &tag };
 	Modal__Client__SandboxCreateResponse *resp = NULL;
-	_cleanup_free_ Modal__Client__Sandbox__EnvironmentVariablesEntry *ents = NULL;
-	_cleanup_free_ Modal__Client__Sandbox__EnvironmentVariablesEntry **entp = NULL;
+	Modal__Client__NetworkAccess net = MODAL__CLIENT__NETWORK_ACCESS__INIT;
+	Modal__Client__StringMap envmap = MODAL__CLIENT__STRING_MAP__INIT;
+	_cleanup_free_ Modal__Client__StringMap__ContentsEntry *ents = NULL;
+	_cleanup_free_ Modal__Client__StringMap__ContentsEntry **entp = NULL;
 	_cleanup_free_ char *envbuf = NULL;
 	static char arg0[] = "sleep", arg1[] = "infinity";
 	char *sleep_args[] = { arg0, arg1 };
@@ -315,7 +335,7 @@ int modal_sandbox_create(struct modal_client *c, const struct modal_sandbox_spec
 			if (!eq)
 				return -EINVAL;
 			*eq = '\0';
-			modal__client__sandbox__environment_variables_entry__init(&ents[i]);
+			modal__client__string_map__contents_entry__init(&ents[i]);
 			ents[i].key = p;
 			ents[i].value = eq + 1;
 			entp[i] = &ents[i];
@@ -330,9 +350,15 @@ int modal_sandbox_create(struct modal_client *c, const struct modal_sandbox_spec
 	def.resources = &res;
 	def.timeout_secs = s->timeout_secs;
 	def.workdir = (char *)(s->workdir ? s->workdir : "");
-	def.network_access = s->network_access;
-	def.n_environment_variables = n_env;
-	def.environment_variables = entp;
+	net.network_access_type =
+		s->network_access ? MODAL__CLIENT__NETWORK_ACCESS__NETWORK_ACCESS_TYPE__OPEN
+				  : MODAL__CLIENT__NETWORK_ACCESS__NETWORK_ACCESS_TYPE__BLOCKED;
+	def.network_access = &net;
+	if (n_env) {
+		envmap.n_contents = n_env;
+		envmap.contents = entp;
+		def.environment_variables = &envmap;
+	}
 	req.app_id = (char *)s->app_id;
 	req.definition = &def;
 	if (s->tag_name) {
@@ -341,8 +367,8 @@ int modal_sandbox_create(struct modal_client *c, const struct modal_sandbox_spec
 		req.n_tags = 1;
 		req.tags = tags;
 	}
-	/* not idempotent on the service's side: retried only as the client's idempotency key
-	 * allows (the same key on each attempt) */
+	/* retried as the SDKs do: the same idempotency key on each attempt lets the service
+	 * answer a repeated create with the sandbox it made */
 	r = control(c, "SandboxCreate", &req.base, true,
 		    &modal__client__sandbox_create_response__descriptor, (ProtobufCMessage **)&resp,
 		    msg, msg_size);
@@ -464,6 +490,7 @@ int modal_router_open(struct modal_client *c, const char *task_id, struct modal_
 	}
 	rt->url = strdup(resp->url);
 	rt->task_id = strdup(task_id);
+	rt->ca_file = c->ca_file ? strdup(c->ca_file) : NULL;
 	if (asprintf(&rt->auth_header, "authorization: Bearer %s", resp->jwt) < 0)
 		rt->auth_header = NULL;
 	explicit_bzero(resp->jwt, strlen(resp->jwt));
@@ -472,7 +499,7 @@ int modal_router_open(struct modal_client *c, const char *task_id, struct modal_
 		modal_router_free(rt);
 		return -ENOMEM;
 	}
-	r = grpc_conn_new(rt->url, &rt->conn);
+	r = grpc_conn_new(rt->url, rt->ca_file, &rt->conn);
 	if (r < 0) {
 		snprintf(msg, msg_size, "the command router's URL is not http(s)");
 		modal_router_free(rt);
@@ -492,11 +519,12 @@ int modal_router_dup(const struct modal_router *r, struct modal_router **ret)
 	d->url = strdup(r->url);
 	d->task_id = strdup(r->task_id);
 	d->auth_header = strdup(r->auth_header);
-	if (!d->url || !d->task_id || !d->auth_header) {
+	d->ca_file = r->ca_file ? strdup(r->ca_file) : NULL;
+	if (!d->url || !d->task_id || !d->auth_header || (r->ca_file && !d->ca_file)) {
 		modal_router_free(d);
 		return -ENOMEM;
 	}
-	k = grpc_conn_new(d->url, &d->conn);
+	k = grpc_conn_new(d->url, d->ca_file, &d->conn);
 	if (k < 0) {
 		modal_router_free(d);
 		return k;
@@ -512,22 +540,31 @@ struct modal_router *modal_router_free(struct modal_router *r)
 	grpc_conn_free(r->conn);
 	free(r->url);
 	free(r->task_id);
+	free(r->ca_file);
 	wipe_free(r->auth_header);
 	free(r);
 	return NULL;
 }
 
+/* A router call, retried on the transient statuses (every one of the pack's router calls is
+ * safe to repeat: an exec start by its exec id, a stdin write by its offset). */
 static int router_call(struct modal_router *rt, const char *method, const ProtobufCMessage *req,
-		       bool retryable, long timeout_ms, const ProtobufCMessageDescriptor *resp_desc,
+		       long timeout_ms, const ProtobufCMessageDescriptor *resp_desc,
 		       ProtobufCMessage **resp, char *msg, size_t msg_size)
 {
 	const char *md[] = { rt->auth_header, NULL };
 	char path[128];
+	struct grpc_call call = { .path = path,
+				  .metadata = md,
+				  .timeout_ms = timeout_ms,
+				  .retryable = true,
+				  .retries = ROUTER_RETRIES,
+				  .backoff_ms = ROUTER_BACKOFF_MS,
+				  .backoff_cap_ms = ROUTER_BACKOFF_CAP_MS };
 	int status;
 
 	snprintf(path, sizeof(path), ROUTER "%s", method);
-	return call_raw(rt->conn, path, req, md, retryable, timeout_ms, resp_desc, resp, &status,
-			msg, msg_size);
+	return call_raw(rt->conn, &call, req, resp_desc, resp, &status, msg, msg_size);
 }
 
 int modal_exec_start(struct modal_router *rt, const char *const *argv, const char *workdir,
@@ -578,14 +615,14 @@ int modal_exec_start(struct modal_router *rt, const char *const *argv, const cha
 	req.exec_id = exec_id;
 	req.n_command_args = n_args;
 	req.command_args = (char **)argv;
-	req.stdout_config = MODAL__CLIENT__TASK_EXEC_OUTPUT_CONFIG__TASK_EXEC_OUTPUT_CONFIG_PIPE;
-	req.stderr_config = MODAL__CLIENT__TASK_EXEC_OUTPUT_CONFIG__TASK_EXEC_OUTPUT_CONFIG_PIPE;
+	req.stdout_config = MODAL__CLIENT__TASK_EXEC_STDOUT_CONFIG__TASK_EXEC_STDOUT_CONFIG_PIPE;
+	req.stderr_config = MODAL__CLIENT__TASK_EXEC_STDERR_CONFIG__TASK_EXEC_STDERR_CONFIG_PIPE;
 	req.timeout_secs = timeout_secs;
 	req.workdir = (char *)(workdir ? workdir : "");
 	req.n_env = n_env;
 	req.env = entp;
 	/* the exec id makes a retried start idempotent */
-	return router_call(rt, "TaskExecStart", &req.base, true, CALL_TIMEOUT_MS, NULL, NULL, msg,
+	return router_call(rt, "TaskExecStart", &req.base, CALL_TIMEOUT_MS, NULL, NULL, msg,
 			   msg_size);
 }
 
@@ -624,12 +661,17 @@ int modal_exec_read(struct modal_router *rt, const char *exec_id, unsigned fd, m
 
 	req.task_id = rt->task_id;
 	req.exec_id = (char *)exec_id;
-	req.file_descriptor = fd;
+	req.file_descriptor =
+		fd ? MODAL__CLIENT__TASK_EXEC_STDIO_FILE_DESCRIPTOR__TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR
+		   : MODAL__CLIENT__TASK_EXEC_STDIO_FILE_DESCRIPTOR__TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT;
 	for (;;) {
 		_cleanup_free_ uint8_t *buf = NULL;
 		struct grpc_call call = { .path = ROUTER "TaskExecStdioRead",
 					  .metadata = md,
 					  .retryable = true,
+					  .retries = ROUTER_RETRIES,
+					  .backoff_ms = ROUTER_BACKOFF_MS,
+					  .backoff_cap_ms = ROUTER_BACKOFF_CAP_MS,
 					  .on_msg = on_chunk,
 					  .userdata = &rd };
 		struct grpc_result res;
@@ -653,7 +695,7 @@ int modal_exec_read(struct modal_router *rt, const char *exec_id, unsigned fd, m
 		if (res.status == GRPC_OK)
 			return 0;
 		/* a stream cut after some output resumes at the offset reached */
-		if ((res.status == GRPC_UNAVAILABLE || res.status == GRPC_INTERNAL) &&
+		if (grpc_status_is_transient(res.status) && res.status != GRPC_CANCELLED &&
 		    rd.offset > before && ++cuts < 100)
 			continue;
 		snprintf(msg, msg_size, "%s", res.message);
@@ -674,8 +716,8 @@ int modal_exec_write(struct modal_router *rt, const char *exec_id, uint64_t offs
 	req.data.len = len;
 	req.eof = eof;
 	/* the offset makes a retried write idempotent */
-	return router_call(rt, "TaskExecStdinWrite", &req.base, true, CALL_TIMEOUT_MS, NULL, NULL,
-			   msg, msg_size);
+	return router_call(rt, "TaskExecStdinWrite", &req.base, CALL_TIMEOUT_MS, NULL, NULL, msg,
+			   msg_size);
 }
 
 int modal_exec_wait(struct modal_router *rt, const char *exec_id, int *code, int *signal, char *msg,
@@ -688,9 +730,20 @@ int modal_exec_wait(struct modal_router *rt, const char *exec_id, int *code, int
 	req.task_id = rt->task_id;
 	req.exec_id = (char *)exec_id;
 	for (;;) {
-		r = router_call(rt, "TaskExecWait", &req.base, true, 0,
-				&modal__client__task_exec_wait_response__descriptor,
-				(ProtobufCMessage **)&resp, msg, msg_size);
+		/* a long wait: the transient statuses retried every second for minutes; a wait the
+		 * service ends by its deadline is asked again */
+		const char *md[] = { rt->auth_header, NULL };
+		struct grpc_call call = { .path = ROUTER "TaskExecWait",
+					  .metadata = md,
+					  .retryable = true,
+					  .retries = WAIT_RETRIES,
+					  .backoff_ms = WAIT_BACKOFF_MS,
+					  .backoff_cap_ms = WAIT_BACKOFF_MS };
+		int status;
+
+		r = call_raw(rt->conn, &call, &req.base,
+			     &modal__client__task_exec_wait_response__descriptor,
+			     (ProtobufCMessage **)&resp, &status, msg, msg_size);
 		if (r != -ETIMEDOUT)
 			break;
 	}
@@ -708,5 +761,232 @@ int modal_exec_wait(struct modal_router *rt, const char *exec_id, int *code, int
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	if (r < 0)
 		snprintf(msg, msg_size, "exit status missing");
+	return r;
+}
+
+/* ------------------------------------------------------------------ images */
+
+/* Display text of the service's text: control characters become spaces. */
+static void flatten(char *s)
+{
+	for (unsigned char *p = (unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+}
+
+static int builder_version(struct modal_client *c, const char *environment, char **ret, char *msg,
+			   size_t msg_size)
+{
+	Modal__Client__EnvironmentGetOrCreateRequest req =
+		MODAL__CLIENT__ENVIRONMENT_GET_OR_CREATE_REQUEST__INIT;
+	Modal__Client__EnvironmentGetOrCreateResponse *resp = NULL;
+	const char *v;
+	int r;
+
+	req.deployment_name = (char *)(environment ? environment : "");
+	r = control(c, "EnvironmentGetOrCreate", &req.base, true,
+		    &modal__client__environment_get_or_create_response__descriptor,
+		    (ProtobufCMessage **)&resp, msg, msg_size);
+	if (r < 0)
+		return r;
+	v = resp->metadata && resp->metadata->settings
+		    ? resp->metadata->settings->image_builder_version
+		    : NULL;
+	*ret = strdup(v ? v : "");
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* A build's end: 0 on success, else -EIO with the service's account of it. */
+static int build_result(const Modal__Client__GenericResult *res, const char *image_id, char *msg,
+			size_t msg_size)
+{
+	switch (res->status) {
+	case MODAL__CLIENT__GENERIC_RESULT__GENERIC_STATUS__GENERIC_STATUS_SUCCESS:
+		return 0;
+	case MODAL__CLIENT__GENERIC_RESULT__GENERIC_STATUS__GENERIC_STATUS_TERMINATED:
+		snprintf(msg, msg_size, "the build of image %s was shut down: try again", image_id);
+		break;
+	case MODAL__CLIENT__GENERIC_RESULT__GENERIC_STATUS__GENERIC_STATUS_TIMEOUT:
+		snprintf(msg, msg_size, "the build of image %s timed out", image_id);
+		break;
+	default:
+		snprintf(msg, msg_size, "the build of image %s failed: %s", image_id,
+			 res->exception && *res->exception ? res->exception : "no reason given");
+		flatten(msg);
+		break;
+	}
+	return -EIO;
+}
+
+struct join {
+	modal_progress_fn progress;
+	void *userdata;
+	char entry_id[128];
+	char line[1024];
+	size_t line_len;
+	Modal__Client__GenericResult *result; /* the final one, when it came */
+	bool bad;
+};
+
+static void join_text(struct join *j, const char *data)
+{
+	for (const char *p = data; *p; p++) {
+		if (*p == '\n' || *p == '\r' || j->line_len + 1 >= sizeof(j->line)) {
+			j->line[j->line_len] = '\0';
+			flatten(j->line);
+			if (j->line_len && j->progress)
+				j->progress(j->line, j->userdata);
+			j->line_len = 0;
+			if (*p == '\n' || *p == '\r')
+				continue;
+		}
+		j->line[j->line_len++] = *p;
+	}
+}
+
+static bool on_join(const uint8_t *m, size_t len, void *ud)
+{
+	struct join *j = ud;
+	Modal__Client__ImageJoinStreamingResponse *resp;
+
+	resp = modal__client__image_join_streaming_response__unpack(NULL, len, m);
+	if (!resp) {
+		j->bad = true;
+		return false;
+	}
+	if (resp->entry_id && *resp->entry_id)
+		snprintf(j->entry_id, sizeof(j->entry_id), "%s", resp->entry_id);
+	for (size_t i = 0; i < resp->n_task_logs; i++)
+		if (resp->task_logs[i]->data)
+			join_text(j, resp->task_logs[i]->data);
+	if (resp->result && resp->result->status && !j->result) {
+		j->result = resp->result;
+		resp->result = NULL;
+	}
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return true;
+}
+
+int modal_image_build(struct modal_client *c, const char *app_id, const char *environment,
+		      const char *ref, const char *const *commands, unsigned wait_secs,
+		      modal_progress_fn progress, void *userdata, char **image_id, char *msg,
+		      size_t msg_size)
+{
+	Modal__Client__ImageGetOrCreateRequest req =
+		MODAL__CLIENT__IMAGE_GET_OR_CREATE_REQUEST__INIT;
+	Modal__Client__Image img = MODAL__CLIENT__IMAGE__INIT;
+	Modal__Client__ImageGetOrCreateResponse *resp = NULL;
+	_cleanup_free_ char *version = NULL, *from = NULL, *id = NULL;
+	_cleanup_free_ char **cmds = NULL;
+	struct join j = { .progress = progress, .userdata = userdata };
+	time_t deadline = time(NULL) + (time_t)wait_secs;
+	size_t n = 1;
+	int r;
+
+	for (const char *const *p = commands; p && *p; p++)
+		n++;
+	cmds = calloc(n, sizeof(*cmds));
+	if (!cmds || asprintf(&from, "FROM %s", ref) < 0) {
+		from = NULL;
+		return -ENOMEM;
+	}
+	cmds[0] = from;
+	for (size_t i = 1; i < n; i++)
+		cmds[i] = (char *)commands[i - 1];
+	r = builder_version(c, environment, &version, msg, msg_size);
+	if (r < 0)
+		return r;
+	img.n_dockerfile_commands = n;
+	img.dockerfile_commands = cmds;
+	req.image = &img;
+	req.app_id = (char *)app_id;
+	req.builder_version = version;
+	r = control(c, "ImageGetOrCreate", &req.base, true,
+		    &modal__client__image_get_or_create_response__descriptor,
+		    (ProtobufCMessage **)&resp, msg, msg_size);
+	if (r < 0)
+		return r;
+	if (!resp->image_id || !*resp->image_id) {
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+		snprintf(msg, msg_size, "the service gave no image id");
+		return -EPROTO;
+	}
+	id = strdup(resp->image_id);
+	if (resp->result && resp->result->status) {
+		j.result = resp->result;
+		resp->result = NULL;
+	}
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	if (!id) {
+		if (j.result)
+			protobuf_c_message_free_unpacked(&j.result->base, NULL);
+		return -ENOMEM;
+	}
+	/* Not built yet: its log streamed until the result, each stream resumed after the last
+	 * entry seen; a stream the service ends without the result is asked again. */
+	while (!j.result) {
+		Modal__Client__ImageJoinStreamingRequest jr =
+			MODAL__CLIENT__IMAGE_JOIN_STREAMING_REQUEST__INIT;
+		const char *md[] = { c->id_header, c->secret_header, NULL,
+				     CLIENT_TYPE,  CLIENT_VERSION,   NULL };
+		struct grpc_call call = { .path = CONTROL "ImageJoinStreaming",
+					  .metadata = md,
+					  .retryable = true,
+					  .on_msg = on_join,
+					  .userdata = &j };
+		struct grpc_result res;
+		_cleanup_free_ uint8_t *buf = NULL;
+		time_t left = deadline - time(NULL);
+
+		if (left <= 0) {
+			snprintf(
+				msg, msg_size,
+				"image %s is still building: it goes on at Modal; activate again to "
+				"wait for it",
+				id);
+			return -EAGAIN;
+		}
+		r = modal_auth(c, msg, msg_size);
+		if (r < 0)
+			return r;
+		md[2] = c->auth_header;
+		jr.image_id = id;
+		jr.timeout = (float)(left < 55 ? left : 55);
+		jr.last_entry_id = j.entry_id;
+		call.timeout_ms = ((long)jr.timeout + 10) * 1000L;
+		call.req_len = protobuf_c_message_get_packed_size(&jr.base);
+		buf = malloc(call.req_len ? call.req_len : 1);
+		if (!buf)
+			return -ENOMEM;
+		protobuf_c_message_pack(&jr.base, buf);
+		call.req = buf;
+		r = grpc_invoke(c->conn, &call, &res);
+		if (r < 0)
+			return r;
+		if (j.bad) {
+			snprintf(msg, msg_size, "undecodable image build message");
+			return -EPROTO;
+		}
+		if (res.status == GRPC_OK || j.result)
+			continue;
+		/* a cut stream resumes at its last entry; an expired auth token is renewed */
+		if (res.status == GRPC_UNAUTHENTICATED && res.messages == 0) {
+			wipe_free(c->auth_header);
+			c->auth_header = NULL;
+			continue;
+		}
+		if (grpc_status_is_transient(res.status) && res.status != GRPC_CANCELLED &&
+		    res.messages > 0)
+			continue;
+		snprintf(msg, msg_size, "%s", res.message);
+		return errno_of(res.status);
+	}
+	if (j.line_len)
+		join_text(&j, "\n");
+	r = build_result(j.result, id, msg, msg_size);
+	protobuf_c_message_free_unpacked(&j.result->base, NULL);
+	if (r == 0)
+		*image_id = TAKE_PTR(id);
 	return r;
 }

@@ -32,8 +32,10 @@ struct modal_sandbox_spec {
 	bool network_access;
 };
 
-int modal_client_new(const char *server_url, const char *token_id, const char *token_secret,
-		     struct modal_client **ret);
+/* ca_file: a PEM bundle trusted for the API and the command router instead of the system's CAs,
+ * or NULL. */
+int modal_client_new(const char *server_url, const char *ca_file, const char *token_id,
+		     const char *token_secret, struct modal_client **ret);
 struct modal_client *modal_client_free(struct modal_client *c);
 
 /* A fresh auth token unless the one held is good for a while yet. */
@@ -53,6 +55,17 @@ int modal_sandbox_terminate(struct modal_client *c, const char *sandbox_id, char
 /* The running sandboxes of an app carrying a tag: a NULL-terminated array (free each, then it). */
 int modal_sandbox_list(struct modal_client *c, const char *app_id, const char *tag_name,
 		       const char *tag_value, char ***ids, char *msg, size_t msg_size);
+
+/* Builds an image from a registry reference (`FROM ref`, then the Dockerfile commands, a
+ * NULL-terminated array or NULL) with the environment's image builder version, waiting up to
+ * wait_secs for its build while its log goes to progress line by line (control characters
+ * flattened). An image built before answers at once. Returns its id; -EIO with the service's
+ * account of a failed build; -EAGAIN when it still builds at wait_secs (the build goes on). */
+typedef void (*modal_progress_fn)(const char *line, void *userdata);
+int modal_image_build(struct modal_client *c, const char *app_id, const char *environment,
+		      const char *ref, const char *const *commands, unsigned wait_secs,
+		      modal_progress_fn progress, void *userdata, char **image_id, char *msg,
+		      size_t msg_size);
 
 int modal_router_open(struct modal_client *c, const char *task_id, struct modal_router **ret,
 		      char *msg, size_t msg_size);

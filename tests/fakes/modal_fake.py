@@ -3,11 +3,20 @@
 # python3-grpc-tools: the message classes are generated at start from
 # backends/modal/modal-subset.proto, the one the pack is built from).
 #
-# One cleartext HTTP/2 gRPC server serves both services:
+# One HTTP/2 gRPC server (cleartext, or TLS with --tls-cert/--tls-key) serves both services:
 #   modal.client.ModalClient  x-modal-token-id/-secret checked on every call; every call but
 #       AuthTokenGet also needs a live x-modal-auth-token (a JWT whose "exp" is --token-ttl s away);
-#       AppGetOrCreate, SandboxCreate (image ids "im-…" only), SandboxGetTaskId, SandboxTerminate,
-#       SandboxList (by app and tags), TaskGetCommandRouterAccess ({jwt, url of this server})
+#       AppGetOrCreate, SandboxCreate (image ids "im-…" only, a built one when this fake built it),
+#       SandboxGetTaskId, SandboxTerminate, SandboxList (by app and tags),
+#       TaskGetCommandRouterAccess ({jwt, url of this server}), EnvironmentGetOrCreate (its
+#       settings' image_builder_version BUILDER_VERSION), ImageGetOrCreate (Dockerfile commands,
+#       the first `FROM ref`, and the builder version; one image id per recipe, built once unless
+#       force_build) and ImageJoinStreaming (the build's log entries after last_entry_id, then its
+#       result; a stream past its timeout ends without one). A build logs a line every
+#       --build-step-s seconds: the FROM (a reference under missing/ fails as a refused pull), each
+#       command (`RUN exit N`, N not 0, fails as Docker says), the snapshot, then succeeds.
+#   Unary calls carrying x-idempotency-key are answered once per key: a repeated key gets the
+#       first answer again (a retried SandboxCreate makes one sandbox).
 #   modal.task_command_router.TaskCommandRouter  authorization: Bearer <router jwt> checked;
 #       TaskExecStart (exec_id idempotent), TaskExecStdioRead (server stream from an offset, per
 #       fd), TaskExecStdinWrite (offset, eof), TaskExecWait (code or signal)
@@ -17,14 +26,16 @@
 # the router answers NOT_FOUND for it.
 #
 # Test hooks (JSON bodies in gRPC framing, no credentials):
-#   /fake.Hooks/Fault {"rpc", "code"?, "message"?, "count"?, "kind"?: "status"|"cut"}: the next
-#       `count` calls of the RPC (a method name, or "any") fail with `code`, or (cut) a stdio
-#       stream sends its first message then ends with UNAVAILABLE
+#   /fake.Hooks/Fault {"rpc", "code"?, "message"?, "count"?, "kind"?: "status"|"cut"|"after"}: the
+#       next `count` calls of the RPC (a method name, or "any") fail with `code` (after: once the
+#       call did its work, which its idempotency key keeps), or (cut) a stream sends its first
+#       message then ends with UNAVAILABLE
 #   /fake.Hooks/State {}: {"sandboxes": {...}, "log": [{rpc, idem, attempt, timeout}],
 #       "leaks": [...], "handlerSeconds", "handlerCalls"} where leaks lists every place other
 #       than x-modal-token-secret the secret was seen (a header, a request body), and
 #       handlerSeconds the time spent in the handlers (the fake's own time)
 # Usage: modal_fake.py --port-file FILE --token-id ID --token-secret SECRET [--token-ttl S]
+#        [--tls-cert PEM --tls-key PEM] [--build-step-s S]
 import argparse
 import base64
 import json
@@ -56,8 +67,13 @@ faults = []
 log = []
 leaks = []
 durs = []    # (rpc, seconds in the handler)
+images = {}  # image id -> build
+recipes = {}  # (commands, builder version) -> image id
+idem = {}    # (rpc, idempotency key) -> the first answer
 cfg = {}
 pb = None
+BUILDER_VERSION = "2024.10"
+GS_SUCCESS, GS_FAILURE = 1, 2
 
 
 def load_pb(tmp):
@@ -79,10 +95,11 @@ def b64u(b):
     return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
 
 
-def take_fault(rpc):
+def take_fault(rpc, kinds=("status", "cut")):
     with lock:
         for f in faults:
-            if f["rpc"] in (rpc, "any") and f.get("count", 1) > 0:
+            if f["rpc"] in (rpc, "any") and f.get("count", 1) > 0 and \
+                    f.get("kind", "status") in kinds:
                 f["count"] = f.get("count", 1) - 1
                 if f["count"] <= 0:
                     faults.remove(f)
@@ -187,6 +204,11 @@ def SandboxCreate(req, context):
     if not d.image_id.startswith("im-"):
         context.abort(grpc.StatusCode.NOT_FOUND, "Image '%s' not found" % d.image_id)
     with lock:
+        b = images.get(d.image_id)
+        if b and b["status"] != GS_SUCCESS:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                          "Image '%s' has not been built successfully" % d.image_id)
+    with lock:
         if req.app_id not in apps.values():
             context.abort(grpc.StatusCode.NOT_FOUND, "App not found")
         sid = new_id("sb-")
@@ -197,8 +219,10 @@ def SandboxCreate(req, context):
                           "state": "running", "execs": {},
                           "tags": {t.tag_name: t.tag_value for t in req.tags},
                           "deadline": time.time() + d.timeout_secs if d.timeout_secs else 0,
-                          "workdir": d.workdir, "env": dict(d.environment_variables),
-                          "network": d.network_access,
+                          "workdir": d.workdir, "env": dict(d.environment_variables.contents),
+                          "image": d.image_id,
+                          "network": d.network_access.network_access_type ==
+                          pb.NetworkAccess.OPEN,
                           "resources": [d.resources.milli_cpu, d.resources.memory_mb]}
         tasks[tid] = sid
     return pb.SandboxCreateResponse(sandbox_id=sid)
@@ -253,7 +277,112 @@ def TaskGetCommandRouterAccess(req, context):
             context.abort(grpc.StatusCode.NOT_FOUND, "Task not found")
         jwt = new_id("rt.")
         routers[jwt] = req.task_id
-    return pb.TaskGetCommandRouterAccessResponse(jwt=jwt, url="http://127.0.0.1:%d" % cfg["port"])
+    return pb.TaskGetCommandRouterAccessResponse(
+        jwt=jwt, url="%s://127.0.0.1:%d" % ("https" if cfg["tls"] else "http", cfg["port"]))
+
+
+# ---- images ----
+
+def EnvironmentGetOrCreate(req, context):
+    enter("EnvironmentGetOrCreate", context, "control")
+    name = req.deployment_name or "main"
+    return pb.EnvironmentGetOrCreateResponse(
+        environment_id="en-" + name,
+        metadata=pb.EnvironmentMetadata(
+            name=name, settings=pb.EnvironmentSettings(image_builder_version=BUILDER_VERSION)))
+
+
+def build_steps(cmds):
+    """The log lines of a build and how it ends: (lines, exception or None)."""
+    lines = []
+    ref = cmds[0][5:] if cmds and cmds[0].startswith("FROM ") else ""
+    lines.append("=> Step 0: FROM %s" % ref)
+    if ref.startswith("missing/"):
+        return lines, ("pull access denied for %s, repository does not exist or may require "
+                       "'docker login'" % ref.split(":")[0])
+    for i, c in enumerate(cmds[1:], 1):
+        lines.append("=> Step %d: %s" % (i, c))
+        w = c.split()
+        if len(w) == 3 and w[0] == "RUN" and w[1] == "exit" and w[2] != "0":
+            lines.append("Terminating task due to error: exit status %s" % w[2])
+            return lines, ("The command '/bin/sh -c exit %s' returned a non-zero code: %s"
+                           % (w[2], w[2]))
+    lines.append("Creating image snapshot...")
+    lines.append("Finished snapshot; took 0.01s")
+    return lines, None
+
+
+def run_build(iid, lines, exc):
+    for ln in lines:
+        time.sleep(cfg["build_step"])
+        with lock:
+            b = images[iid]
+            b["log"].append(ln)
+            cond.notify_all()
+    time.sleep(cfg["build_step"])
+    with lock:
+        b = images[iid]
+        b["status"] = GS_FAILURE if exc else GS_SUCCESS
+        b["exception"] = exc or ""
+        cond.notify_all()
+
+
+def ImageGetOrCreate(req, context):
+    enter("ImageGetOrCreate", context, "control")
+    cmds = list(req.image.dockerfile_commands)
+    if req.builder_version != BUILDER_VERSION:
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                      "Unsupported image builder version '%s'" % req.builder_version)
+    if not cmds or not cmds[0].startswith("FROM "):
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, "An image needs a FROM command first")
+    with lock:
+        if req.app_id not in apps.values():
+            context.abort(grpc.StatusCode.NOT_FOUND, "App not found")
+        key = (tuple(cmds), req.builder_version)
+        iid = recipes.get(key)
+        if iid is None or req.force_build:
+            iid = new_id("im-")
+            recipes[key] = iid
+            lines, exc = build_steps(cmds)
+            images[iid] = {"commands": cmds, "status": 0, "exception": "", "log": []}
+            threading.Thread(target=run_build, args=(iid, lines, exc), daemon=True).start()
+        b = images[iid]
+        res = pb.GenericResult(status=b["status"], exception=b["exception"]) \
+            if b["status"] else None
+    return pb.ImageGetOrCreateResponse(image_id=iid, result=res)
+
+
+def ImageJoinStreaming(req, context):
+    f = enter("ImageJoinStreaming", context, "control")
+    cut = f is not None and f.get("kind") == "cut"
+    end = time.time() + (req.timeout or 55)
+    with lock:
+        if req.image_id not in images:
+            context.abort(grpc.StatusCode.NOT_FOUND, "Image '%s' not found" % req.image_id)
+    nxt = int(req.last_entry_id) if req.last_entry_id.isdigit() else 0
+    while True:
+        with lock:
+            b = images[req.image_id]
+            while len(b["log"]) <= nxt and not b["status"] and time.time() < end and \
+                    context.is_active():
+                cond.wait(0.2)
+            if not context.is_active():
+                return
+            new = b["log"][nxt:]
+            st, exc = b["status"], b["exception"]
+        for ln in new:
+            nxt += 1
+            yield pb.ImageJoinStreamingResponse(
+                task_logs=[pb.TaskLogs(data=ln + "\n", file_descriptor=pb.FILE_DESCRIPTOR_STDOUT)],
+                entry_id=str(nxt))
+            if cut:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "stream reset by the server")
+        if st and nxt >= len(b["log"]):
+            yield pb.ImageJoinStreamingResponse(
+                result=pb.GenericResult(status=st, exception=exc), eof=True)
+            return
+        if time.time() >= end:
+            return
 
 
 # ---- command router ----
@@ -456,11 +585,15 @@ def main():
     ap.add_argument("--token-secret", required=True)
     ap.add_argument("--token-ttl", type=float, default=3600)
     ap.add_argument("--dir")
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--build-step-s", type=float, default=0.2)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="modal-fake.")
     pb = load_pb(tmp)
     cfg.update(token_id=a.token_id, secret=a.token_secret, ttl=a.token_ttl,
-               dir=a.dir or os.path.join(tmp, "sandboxes"))
+               dir=a.dir or os.path.join(tmp, "sandboxes"), tls=bool(a.tls_cert),
+               build_step=a.build_step_s)
     os.makedirs(cfg["dir"], exist_ok=True)
     cfg["ns"] = os.geteuid() == 0 and ns_works()
 
@@ -477,9 +610,29 @@ def main():
                 durs.append((fn.__name__, time.monotonic() - t0))
 
         def unary(req, context):
+            # one answer per idempotency key: a retry of a call that did its work gets it again
+            m = md(context)
+            key = (fn.__name__, m.get("x-idempotency-key"))
             t0 = time.monotonic()
             try:
-                return fn(req, context)
+                with lock:
+                    again = idem.get(key) if key[1] else None
+                    if again is not None:
+                        log.append({"rpc": fn.__name__, "idem": key[1],
+                                    "attempt": m.get("x-retry-attempt"),
+                                    "timeout": context.time_remaining() is not None,
+                                    "replayed": True})
+                if again is not None:
+                    return again
+                resp = fn(req, context)
+                if key[1]:
+                    with lock:
+                        idem[key] = resp
+                f = take_fault(fn.__name__, ("after",))
+                if f:
+                    code = {c.value[0]: c for c in grpc.StatusCode}[f.get("code", 14)]
+                    context.abort(code, f.get("message", "injected fault"))
+                return resp
             finally:
                 note(t0)
 
@@ -498,7 +651,10 @@ def main():
 
     control = {n: h(globals()[n], getattr(pb, n + "Request"), getattr(pb, n + "Response"))
                for n in ("AuthTokenGet", "AppGetOrCreate", "SandboxCreate", "SandboxGetTaskId",
-                         "SandboxTerminate", "SandboxList", "TaskGetCommandRouterAccess")}
+                         "SandboxTerminate", "SandboxList", "TaskGetCommandRouterAccess",
+                         "EnvironmentGetOrCreate", "ImageGetOrCreate")}
+    control["ImageJoinStreaming"] = h(ImageJoinStreaming, pb.ImageJoinStreamingRequest,
+                                      pb.ImageJoinStreamingResponse, True)
     router = {n: h(globals()[n], getattr(pb, n + "Request"), getattr(pb, n + "Response"),
                    n == "TaskExecStdioRead")
               for n in ("TaskExecStart", "TaskExecStdioRead", "TaskExecStdinWrite", "TaskExecWait")}
@@ -510,7 +666,12 @@ def main():
         grpc.method_handlers_generic_handler("modal.client.ModalClient", control),
         grpc.method_handlers_generic_handler("modal.task_command_router.TaskCommandRouter", router),
         grpc.method_handlers_generic_handler("fake.Hooks", hooks)))
-    cfg["port"] = server.add_insecure_port("127.0.0.1:0")
+    if a.tls_cert:
+        with open(a.tls_key, "rb") as k, open(a.tls_cert, "rb") as c:
+            creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+        cfg["port"] = server.add_secure_port("127.0.0.1:0", creds)
+    else:
+        cfg["port"] = server.add_insecure_port("127.0.0.1:0")
     server.start()
     threading.Thread(target=expire_loop, daemon=True).start()
     with open(a.port_file + ".tmp", "w") as f:

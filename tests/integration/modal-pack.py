@@ -1,6 +1,7 @@
 # The Modal pack (backends/modal) end to end against tests/fakes/modal_fake.py. Run by
 # modal-pack.sh, which copies the pack into $PACK_SRC. The manifest's copy asks for the proxy
-# network with the fake's loopback address as its only domain.
+# network with the fakes' loopback addresses (cleartext, and TLS when openssl is there) as its
+# only domains.
 import json
 import os
 import signal
@@ -37,6 +38,51 @@ for _ in range(300):
     time.sleep(0.05)
 PORT = int(open(portfile).read())
 URL = "http://127.0.0.1:%d" % PORT
+
+
+def make_tls():
+    """A CA, a server certificate of it for 127.0.0.1, another CA; None without openssl."""
+    d = os.path.join(FAKE_DIR, "tls")
+    os.makedirs(d, exist_ok=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    try:
+        for ca in ("ca", "wrong"):
+            subprocess.run(["openssl", "req", "-x509"] + ec + [
+                "-keyout", os.path.join(d, ca + ".key"), "-out", os.path.join(d, ca + ".pem"),
+                "-days", "2", "-subj", "/CN=cordon test " + ca,
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=keyCertSign"],
+                check=True, capture_output=True)
+        subprocess.run(["openssl", "req"] + ec + ["-keyout", os.path.join(d, "srv.key"),
+                        "-out", os.path.join(d, "srv.csr"), "-subj", "/CN=127.0.0.1"],
+                       check=True, capture_output=True)
+        with open(os.path.join(d, "srv.ext"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+        subprocess.run(["openssl", "x509", "-req", "-in", os.path.join(d, "srv.csr"),
+                        "-CA", os.path.join(d, "ca.pem"), "-CAkey", os.path.join(d, "ca.key"),
+                        "-CAcreateserial", "-out", os.path.join(d, "srv.pem"), "-days", "2",
+                        "-extfile", os.path.join(d, "srv.ext")], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return d
+
+
+# The same fake served over TLS, its certificate from a CA made here.
+tls_dir = make_tls()
+tfake = None
+TPORT = None
+if tls_dir:
+    tportfile = os.path.join(FAKE_DIR, "tport")
+    tfake = subprocess.Popen([sys.executable, os.path.join(os.environ["top_srcdir"], "tests", "fakes", "modal_fake.py"),
+                              "--port-file", tportfile, "--token-id", TID, "--token-secret", SECRET,
+                              "--dir", os.path.join(FAKE_DIR, "tls-sandboxes"),
+                              "--tls-cert", os.path.join(tls_dir, "srv.pem"),
+                              "--tls-key", os.path.join(tls_dir, "srv.key")],
+                             stdout=subprocess.DEVNULL, stderr=open(os.path.join(FAKE_DIR, "tfake.log"), "w"))
+    for _ in range(300):
+        if os.path.exists(tportfile):
+            break
+        time.sleep(0.05)
+    TPORT = int(open(tportfile).read()) if os.path.exists(tportfile) else None
 SETTINGS = {"serverUrl": URL, "image": "im-test"}
 chan = grpc.insecure_channel("127.0.0.1:%d" % PORT)
 
@@ -76,7 +122,7 @@ def run(c, sid, script, timeout=60, stdin=None):
 
 try:
     m = json.load(open(os.path.join(SRC, "pack.json")))
-    m["domains"] = ["127.0.0.1:%d" % PORT]
+    m["domains"] = ["127.0.0.1:%d" % PORT] + (["127.0.0.1:%d" % TPORT] if TPORT else [])
     json.dump(m, open(os.path.join(SRC, "pack.json"), "w"))
     write("keep.txt", "kept\n")
     write("change.txt", "before\n")
@@ -179,6 +225,72 @@ try:
     t.ok(SECRET not in logs and SECRET[3:] not in logs,
          "the secret is in no state file nor the controller log (secrets.json holds it encrypted)")
 
+    # A registry image: built at activation by the fake's image calls, its log reaching the user
+    # as backend-progress events, its sandboxes made from it; a failing build fails the
+    # activation with the build's message and changes nothing.
+    ev = Conn(SOCK)
+    ev.call("events.subscribe", {"follow": True})
+    build = dict(SETTINGS, image="python:3.12-slim", imageCommands="RUN echo built")
+    r = c.call("backend.activate", {"backend": REF, "settings": build}, timeout=120)
+    t.ok(r.get("result", {}).get("launcher", "").startswith(REF + "#"),
+         "a registry image activates once built", r)
+    msgs = []
+    while True:
+        p = ev.wait_event("backend-progress", seconds=1)
+        if p is None:
+            break
+        msgs.append(p.get("message", ""))
+    ev.close()
+    built = [m for m in msgs if m.startswith("image python:3.12-slim built: im-")]
+    t.ok(any(m.startswith("building image python:3.12-slim: ") for m in msgs) and built,
+         "its build log and its end reached the user as backend-progress events", msgs)
+    r = c.call("sandbox.acquire", {"callerCwd": WORK, "policyPatch": RW}, timeout=120)
+    sid = r.get("result", {}).get("sandboxId")
+    img = [v.get("image") for v in live().values()]
+    t.ok(sid and built and img == [built[0].split(": ")[1]], "a lease's sandbox is made from it", [r, img, built])
+    res, r = run(c, sid, "echo from the built image")
+    t.ok(res.get("stdout") == "from the built image\n", "a command runs there", r)
+    r = c.call("sandbox.release", {"sandboxId": sid}, timeout=120)
+    t.ok(r.get("result", {}).get("released") is True, "…and it is released", r)
+    active = c.call("backend.list", {}).get("result", {}).get("active")
+    failing = dict(SETTINGS, image="debian:12", imageCommands="RUN exit 3")
+    r = c.call("backend.activate", {"backend": REF, "settings": failing}, timeout=120)
+    e = r.get("error", {})
+    t.ok("returned a non-zero code: 3" in e.get("message", ""),
+         "a failing build fails the activation with the build's message", r)
+    t.ok(c.call("backend.list", {}).get("result", {}).get("active") == active, "…and changes nothing")
+    r = c.call("backend.activate", {"backend": REF, "settings": SETTINGS}, timeout=60)
+
+    # TLS: the API (and the command router it names) over https, trusted through the caFile
+    # setting (a file in the pack's state directory, which the pack can read); another CA's
+    # certificate refused with a clear reason.
+    if TPORT:
+        pstate = os.path.join(STATE, "pack-state", PACK)
+        for n in ("ca.pem", "wrong.pem"):
+            with open(os.path.join(tls_dir, n), "rb") as f, open(os.path.join(pstate, n), "wb") as g:
+                g.write(f.read())
+        tset = {"serverUrl": "https://127.0.0.1:%d" % TPORT, "image": "im-test",
+                "caFile": os.path.join(pstate, "ca.pem")}
+        r = c.call("backend.activate", {"backend": REF, "settings": tset}, timeout=60)
+        t.ok(r.get("result", {}).get("launcher", "").startswith(REF + "#"),
+             "an https API with the caFile setting activates", r)
+        r = c.call("sandbox.acquire", {"callerCwd": WORK, "policyPatch": RW}, timeout=120)
+        sid = r.get("result", {}).get("sandboxId")
+        res, r2 = run(c, sid, "echo over tls; cat keep.txt") if sid else ({}, r)
+        t.ok(res.get("stdout") == "over tls\nkept\n", "a lease and a command over TLS (API and router)", [r, r2])
+        if sid:
+            c.call("sandbox.release", {"sandboxId": sid}, timeout=120)
+        active = c.call("backend.list", {}).get("result", {}).get("active")
+        tset["caFile"] = os.path.join(pstate, "wrong.pem")
+        r = c.call("backend.activate", {"backend": REF, "settings": tset}, timeout=60)
+        msg = r.get("error", {}).get("message", "")
+        t.ok("TLS: untrusted server's certificate" in msg and "wrong.pem" in msg,
+             "another CA's certificate is refused: the activation says why", r)
+        t.ok(c.call("backend.list", {}).get("result", {}).get("active") == active, "…and changes nothing")
+        r = c.call("backend.activate", {"backend": REF, "settings": SETTINGS}, timeout=60)
+    else:
+        t.ok(True, "# SKIP no openssl or no TLS fake: TLS through the pack untested")
+
     # kill -9 of the pack mid-lease; a new activation removes the orphan.
     r = c.call("sandbox.acquire", {"callerCwd": WORK, "policyPatch": RW, "detached": True}, timeout=120)
     sid = r.get("result", {}).get("sandboxId")
@@ -194,6 +306,8 @@ try:
     t.ok(r.get("result", {}).get("launcher", "").startswith(REF + "#"), "a new activation", r)
     t.ok(not (orphan & set(live())), "…removed the orphan from the fake's list", live())
 finally:
-    fake.terminate()
-    fake.wait()
+    for f in (fake, tfake):
+        if f:
+            f.terminate()
+            f.wait()
 sys.exit(t.done())

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The Modal pack against the loopback Modal fake (see modal-pack.py): activation with a wrong
 # secret, a lease's exec and release, the auth token expiring mid-lease, the secret never
-# leaking, orphans removed after the pack is killed; then the conformance suite on the pack.
+# leaking, a registry image built at activation with its progress shown (and a failing build's
+# message), the API over TLS with the caFile setting (and another CA refused), orphans removed
+# after the pack is killed; then the conformance suite on the pack.
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 PACK_BIN="$top_builddir/backends/modal/cordon-modal-pack"
