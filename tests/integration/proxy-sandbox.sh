@@ -5,7 +5,7 @@
 
 [ -x "$CORDON" ] || skip_all "cordon not built"
 for t in curl python3; do command -v $t >/dev/null || skip_all "$t missing"; done
-plan 19
+plan 20
 
 work="$TEST_TMP/work"
 mkdir -p "$work" && cd "$work" || exit 1
@@ -72,6 +72,8 @@ ok $? "a name pinned to 127.0.0.1 but not allowed is refused (rc $rc: $out)"
 ok $(($? == 0)) "a direct connect to the host's 127.0.0.1 listener fails"
 "$CORDON" run "${net[@]}" -- python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)' 2>/dev/null
 ok $(($? == 0)) "a raw socket cannot be opened"
+out=$("$CORDON" run "${net[@]}" -- python3 -c 'import socket; print([n for _, n in socket.if_nameindex()])' 2>&1)
+is "['lo']" "$out" "netlink route queries of its own namespace work (if_nameindex: only lo)"
 "$CORDON" run "${net[@]}" -- python3 -c "
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1)
