@@ -22,9 +22,12 @@ h_plan "$T/true0.json" '["true"]'
 jq -c '.envp = ["PATH=" + ([range(5000) | "/nonexistent/d\(.)"] | join(":")) + ":/usr/bin",
 	"HOME=/tmp"]' "$T/true0.json" >"$T/race.json"
 h_plan "$T/sleep.json" '["/bin/sleep", "0.3"]'
+# The control's sandbox outlives the polling for its "spawned" on a loaded machine (the client's
+# exit ends it: dieWithRequester).
+h_plan "$T/sleep-long.json" '["/bin/sleep", "30"]'
 
 # 1. Control: this plan gets the light spawn (its init is cordon-init, from the memfd).
-h_bg ctl --user $A "$HC" --socket "$T/ld.sock" $H_STD --send "$T/sleep.json" --wait-exit
+h_bg ctl --user $A "$HC" --socket "$T/ld.sock" $H_STD --send "$T/sleep-long.json" --wait-exit
 h_wait_for "$T/ctl.out" 'select(.type == "spawned")' 50
 ctl_pid=$(h_lines "$T/ctl.out" spawned | jq -r .pid)
 ctl_exe=$(readlink "/proc/$ctl_pid/exe" 2>/dev/null)
