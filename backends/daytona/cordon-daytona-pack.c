@@ -662,9 +662,11 @@ static int poll_command(struct rhttp_client *c, struct proc *p, int *exit_code, 
 		strdup_printf("/process/session/%s/command/%s/logs", p->session, p->cmd_id);
 	size_t off = 0;
 	long delay = 5;
+	struct timespec t0;
 
 	if (!spath || !lpath)
 		return -ENOMEM;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		struct rhttp_response resp;
 		_cleanup_json_ json_t *st = NULL;
@@ -700,8 +702,12 @@ static int poll_command(struct rhttp_client *c, struct proc *p, int *exit_code, 
 		}
 		if (atomic_load(&stopping))
 			return -ECANCELED;
-		/* Quick at first and while output flows, then every 250 ms. */
-		delay = off != before ? 5 : (delay < 250 ? delay * 2 : 250);
+		/* Every 5 ms for the first 200 ms and while output flows (a short command is
+		 * seen to end soon after it does; the polls are sequential, so a distant service's
+		 * round trips space them anyway), then growing by half up to 250 ms. */
+		delay = off != before || usec_since(&t0) < 200000 ? 5
+			: delay < 167				  ? delay + delay / 2
+								  : 250;
 		sleep_ms(delay);
 	}
 }
@@ -902,8 +908,9 @@ static int download_fd(struct rhttp_client *c, struct lease *l, int fd, char *ms
 		.url = url,
 		.body_fd = -1,
 		.total_timeout_ms = -1,
-		/* 429 or a refused connection only: nothing was written to fd */
-		.retry_throttled = true,
+		/* A 5xx or 429 before any byte of the archive is retried (Retry-After
+		 * honoured); a stream cut after some is an error naming the cause. */
+		.retry = true,
 		.sink = to_fd,
 		.sink_userdata = &fd
 	};
@@ -990,50 +997,77 @@ static void do_configure(json_t *id, json_t *params)
 	reply(id, json_object());
 }
 
-/* Deletes the sandboxes of earlier instances on this host whose owner lock is free. */
+#define LIST_PAGES_MAX 100
+
+/* Deletes the sandboxes of earlier instances on this host whose owner lock is free. The list is
+ * paged (cursor, nextCursor): every page is read before anything is deleted. */
 static void do_prepare(json_t *id)
 {
 	struct rhttp_client *c = NULL;
-	_cleanup_free_ char *labels = NULL, *el = NULL, *path = NULL;
-	_cleanup_json_ json_t *list = NULL;
-	struct rhttp_response resp;
+	_cleanup_free_ char *labels = NULL, *el = NULL, *cursor = NULL;
+	_cleanup_json_ json_t *orphans = json_array();
 	char msg[512] = "";
-	size_t i, removed = 0;
+	size_t i, removed = 0, pages = 0;
 	json_t *e;
-	int r;
+	int r = 0;
 
 	labels = strdup_printf("{\"cordonPack\":\"" PACK_ID "\",\"cordonHost\":\"%s\"}", host_id);
 	el = labels ? rhttp_escape(labels) : NULL;
-	path = el ? strdup_printf("/sandbox?limit=200&labels=%s", el) : NULL;
-	if (!path || client_new(60000, &c) < 0) {
+	if (!el || !orphans || client_new(60000, &c) < 0) {
 		reply_error(id, "out of memory", "prepare");
 		return;
 	}
-	r = api(c, "GET", path, NULL, true, &resp, msg, sizeof(msg));
-	if (r < 0 || resp.status != 200) {
-		/* Not fatal: isAvailable tells what is wrong (a bad key, the service down). */
-		if (r == 0)
+	do {
+		_cleanup_free_ char *ec = cursor ? rhttp_escape(cursor) : NULL;
+		_cleanup_free_ char *path = strdup_printf("/sandbox?limit=200&labels=%s%s%s", el,
+							  ec ? "&cursor=" : "", ec ?: "");
+		_cleanup_json_ json_t *list = NULL;
+		struct rhttp_response resp;
+		const char *next;
+
+		if (!path || (cursor && !ec)) {
+			r = -ENOMEM;
+			break;
+		}
+		r = api(c, "GET", path, NULL, true, &resp, msg, sizeof(msg));
+		if (r == 0 && resp.status != 200) {
 			rhttp_error_message(&resp, msg, sizeof(msg));
-		fprintf(stderr, "cordon-daytona-pack: cannot list orphans: %s\n", msg);
+			r = -EIO;
+		}
+		list = r == 0 ? rhttp_json_body(&resp) : NULL;
 		rhttp_response_done(&resp);
-		rhttp_client_free(c);
-		reply(id, json_object());
-		return;
-	}
-	list = rhttp_json_body(&resp);
-	rhttp_response_done(&resp);
-	json_array_foreach(json_object_get(list, "items"), i, e) {
-		json_t *lb = json_object_get(e, "labels");
-		const char *sid = json_string_value(json_object_get(e, "id"));
-		const char *own = json_string_value(json_object_get(lb, "cordonOwner"));
-		if (!sandbox_id_ok(sid) || !remote_hex_ok(own, REMOTE_ID_HEX) ||
-		    streq(own, owner) ||
-		    !streq(json_string_value(json_object_get(lb, "cordonHost")) ?: "", host_id) ||
-		    !streq(json_string_value(json_object_get(lb, "cordonPack")) ?: "", PACK_ID))
-			continue;
-		/* Its owner still lives (holds the lock): an instance still serving its leases. */
-		if (remote_owner_live(own))
-			continue;
+		if (r < 0)
+			break;
+		json_array_foreach(json_object_get(list, "items"), i, e) {
+			json_t *lb = json_object_get(e, "labels");
+			const char *sid = json_string_value(json_object_get(e, "id"));
+			const char *own = json_string_value(json_object_get(lb, "cordonOwner"));
+
+			if (!sandbox_id_ok(sid) || !remote_hex_ok(own, REMOTE_ID_HEX) ||
+			    streq(own, owner) ||
+			    !streq(json_string_value(json_object_get(lb, "cordonHost")) ?: "",
+				   host_id) ||
+			    !streq(json_string_value(json_object_get(lb, "cordonPack")) ?: "",
+				   PACK_ID))
+				continue;
+			/* Its owner still lives (holds the lock): an instance still serving. */
+			if (!remote_owner_live(own))
+				json_array_append_new(orphans, json_string(sid));
+		}
+		next = json_string_value(json_object_get(list, "nextCursor"));
+		free(cursor);
+		cursor = next && *next ? strdup(next) : NULL;
+		if (next && *next && !cursor)
+			r = -ENOMEM;
+	} while (r == 0 && cursor && ++pages < LIST_PAGES_MAX);
+	if (r < 0)
+		/* Not fatal: isAvailable tells what is wrong (a bad key, the service down); the
+		 * pages read so far are cleaned. */
+		fprintf(stderr, "cordon-daytona-pack: cannot list orphans: %s\n",
+			r == -ENOMEM ? "out of memory" : msg);
+	json_array_foreach(orphans, i, e) {
+		const char *sid = json_string_value(e);
+
 		if (delete_sandbox(c, sid, msg, sizeof(msg)) == 0) {
 			removed++;
 			fprintf(stderr, "cordon-daytona-pack: removed orphan sandbox %s\n", sid);
@@ -1042,7 +1076,8 @@ static void do_prepare(json_t *id)
 				msg);
 	}
 	/* Owner files whose lock is free and that own nothing any more. */
-	remote_owners_prune(owner);
+	if (r == 0)
+		remote_owners_prune(owner);
 	rhttp_client_free(c);
 	fprintf(stderr, "cordon-daytona-pack: prepared (%zu orphans removed)\n", removed);
 	reply(id, json_object());

@@ -69,6 +69,7 @@ static struct lease *leases;
 
 struct proc {
 	char name[32];
+	char tag[64]; /* envd's tag of the process: Connect finds it by this before its pid */
 	char sandbox[64], token[256];
 	int in_fd, out_fd, err_fd;
 	atomic_long pid; /* the remote pid, 0 until the start event */
@@ -330,13 +331,15 @@ static bool on_stream_data(const void *data, size_t len, void *ud)
 	}
 }
 
-/* Run p's command to its end; 0 with s filled (s->error: an RPC or transport failure). */
-static int run_stream(struct rhttp_client *c, struct proc *p, struct stream *s)
+/* One server-streaming call (Start or Connect) with body as its single envelope, its events
+ * into s; 0 or -errno (a transport failure, s->error saying why), *status the HTTP status. */
+static int stream_rpc(struct rhttp_client *c, struct proc *p, struct stream *s, const char *rpc,
+		      json_t *body, long *status)
 {
 	char h[4][320];
 	const char *hdrs[] = { h[0], h[1], h[2], h[3], "Keepalive-Ping-Interval: 30", NULL };
-	_cleanup_json_ json_t *body = NULL;
-	_cleanup_free_ char *text = NULL, *url = NULL, *env = NULL;
+	_cleanup_free_ char *text = rhttp_json_dump(body), *env = NULL;
+	_cleanup_free_ char *url = strdup_printf("%s/process.Process/%s", envd_base(), rpc);
 	struct rhttp_request req = { .method = "POST",
 				     .body_fd = -1,
 				     .content_type = "application/connect+json",
@@ -347,19 +350,7 @@ static int run_stream(struct rhttp_client *c, struct proc *p, struct stream *s)
 	size_t n;
 	int r;
 
-	body = json_pack("{s:{s:O,s:O,s:O,s:s},s:b}", "process", "cmd", json_array_get(p->argv, 0),
-			 "args", json_array(), "envs", p->envs, "cwd", p->cwd, "stdin",
-			 p->in_fd >= 0);
-	if (!body)
-		return -ENOMEM;
-	{
-		json_t *args = json_object_get(json_object_get(body, "process"), "args");
-
-		for (size_t i = 1; i < json_array_size(p->argv); i++)
-			json_array_append(args, json_array_get(p->argv, i));
-	}
-	text = rhttp_json_dump(body);
-	url = strdup_printf("%s/process.Process/Start", envd_base());
+	*status = 0;
 	if (!text || !url)
 		return -ENOMEM;
 	n = strlen(text);
@@ -372,12 +363,85 @@ static int run_stream(struct rhttp_client *c, struct proc *p, struct stream *s)
 	envd_headers(p->sandbox, p->token, h);
 	req.url = url, req.headers = hdrs, req.body = env, req.body_len = 5 + n;
 	r = rhttp_do(c, &req, &resp, s->error, sizeof(s->error));
+	*status = resp.status;
 	if (r == 0 && resp.status != 200)
 		rhttp_error_message(&resp, s->error, sizeof(s->error));
-	else if (r == 0 && !s->got_eos && !s->error[0])
-		(void)snprintf(s->error, sizeof(s->error),
-			       "the process stream ended without its end (a transport failure)");
 	rhttp_response_done(&resp);
+	return r;
+}
+
+/*
+ * Run p's command to its end; 0 with s filled (s->error: an RPC or transport failure). A
+ * stream cut before the process's end (a dropped connection, a proxy's timeout) is followed
+ * again with Connect, by pid (by tag when the start event did not come), up to RECONNECT_MAX
+ * times with a growing pause: the output and the exit code come on that stream (what the
+ * process wrote while no stream followed it is not replayed by envd).
+ */
+#define RECONNECT_MAX 5
+static int run_stream(struct rhttp_client *c, struct proc *p, struct stream *s)
+{
+	_cleanup_json_ json_t *body = NULL;
+	char first_cut[512] = "";
+	long status, pause_ms = 100;
+	int r;
+
+	body = json_pack("{s:{s:O,s:O,s:O,s:s},s:b,s:s}", "process", "cmd",
+			 json_array_get(p->argv, 0), "args", json_array(), "envs", p->envs, "cwd",
+			 p->cwd, "stdin", p->in_fd >= 0, "tag", p->tag);
+	if (!body)
+		return -ENOMEM;
+	{
+		json_t *args = json_object_get(json_object_get(body, "process"), "args");
+
+		for (size_t i = 1; i < json_array_size(p->argv); i++)
+			json_array_append(args, json_array_get(p->argv, i));
+	}
+	r = stream_rpc(c, p, s, "Start", body, &status);
+	for (int n = 0; r != -ENOMEM && !s->got_end && !s->got_eos; n++) {
+		_cleanup_json_ json_t *sel = NULL;
+		long pid = atomic_load(&p->pid);
+		struct timespec ts;
+
+		/* A refusal (an HTTP error, not a cut): its message stands. */
+		if (status != 200 && !(status == 0 && r < 0 && n > 0))
+			break;
+		if (r == 0 && !s->error[0])
+			(void)snprintf(s->error, sizeof(s->error),
+				       "the process stream ended without its end");
+		if (!first_cut[0])
+			(void)snprintf(first_cut, sizeof(first_cut), "%s", s->error);
+		if (n >= RECONNECT_MAX || atomic_load(&stopping))
+			break;
+		fprintf(stderr,
+			"cordon-e2b-pack: %s in %s: the process stream was cut (%s): "
+			"reconnecting\n",
+			p->tag, p->sandbox, s->error);
+		ts = (struct timespec){ pause_ms / 1000, (pause_ms % 1000) * 1000000L };
+		(void)nanosleep(&ts, NULL);
+		pause_ms *= 2;
+		/* A partial envelope of the cut stream is gone with it. */
+		s->len = 0;
+		s->error[0] = '\0';
+		sel = pid > 0 ? json_pack("{s:{s:I}}", "process", "pid", (json_int_t)pid)
+			      : json_pack("{s:{s:s}}", "process", "tag", p->tag);
+		if (!sel) {
+			r = -ENOMEM;
+			break;
+		}
+		r = stream_rpc(c, p, s, "Connect", sel, &status);
+	}
+	if (!s->got_end && first_cut[0]) {
+		char e[512];
+
+		(void)snprintf(e, sizeof(e), "%s", s->error);
+		(void)snprintf(
+			s->error, sizeof(s->error),
+			"the process stream was cut (%.200s) and could not be followed again: "
+			"%.250s",
+			first_cut, e[0] ? e : "no more attempts");
+	} else if (s->got_end && first_cut[0])
+		fprintf(stderr, "cordon-e2b-pack: %s in %s: followed again to its end\n", p->tag,
+			p->sandbox);
 	free(s->buf);
 	s->buf = NULL;
 	return r == -ENOMEM ? r : 0;
@@ -555,6 +619,7 @@ static void *proc_main(void *ud)
 /* Run an internal command in a sandbox to its end; 0 on exit 0, else -EIO with msg. */
 static int run_internal(struct lease *l, json_t *argv, char *msg, size_t msg_size)
 {
+	static atomic_uint next_internal;
 	struct proc p = { .in_fd = -1, .out_fd = -1, .err_fd = -2, .argv = argv };
 	struct stream s = { .p = &p };
 	struct rhttp_client *c = NULL;
@@ -563,6 +628,8 @@ static int run_internal(struct lease *l, json_t *argv, char *msg, size_t msg_siz
 	(void)snprintf(p.sandbox, sizeof(p.sandbox), "%s", l->sandbox);
 	(void)snprintf(p.token, sizeof(p.token), "%s", l->token);
 	(void)snprintf(p.cwd, sizeof(p.cwd), "/home/user");
+	(void)snprintf(p.tag, sizeof(p.tag), "cordon-%.12s-i%u", owner,
+		       atomic_fetch_add(&next_internal, 1) + 1);
 	p.envs = json_object();
 	r = client_new(0, &c);
 	if (r == 0)
@@ -629,9 +696,12 @@ static int download_fd(struct rhttp_client *c, struct lease *l, int fd, char *ms
 	char h[4][320];
 	const char *hdrs[] = { h[0], h[1], h[2], NULL };
 	_cleanup_free_ char *url = NULL;
+	/* A 5xx or 429 before any byte of the archive is retried (Retry-After honoured); a
+	 * stream cut after some is an error naming the cause. */
 	struct rhttp_request req = { .method = "GET",
 				     .headers = hdrs,
 				     .body_fd = -1,
+				     .retry = true,
 				     .total_timeout_ms = -1,
 				     .sink = to_fd,
 				     .sink_userdata = &fd };
@@ -724,54 +794,98 @@ static void do_configure(json_t *id, json_t *params)
 	reply(id, json_object());
 }
 
-/* Kill the sandboxes of earlier instances on this host whose owner lock is free. */
+#define LIST_PAGES_MAX 100
+
+/* One page of the sandboxes this host's instances made: 0 with *ret (the page's array) and
+ * *next (the next page's token, NULL on the last page), else -errno with msg. */
+static int list_page(struct rhttp_client *c, const char *token, json_t **ret, char **next,
+		     char *msg, size_t msg_size)
+{
+	_cleanup_free_ char *q = strdup_printf("cordonPack=" PACK_ID "&cordonHost=%s", host_id);
+	_cleanup_free_ char *eq = q ? rhttp_escape(q) : NULL;
+	_cleanup_free_ char *et = token ? rhttp_escape(token) : NULL;
+	_cleanup_free_ char *url = NULL;
+	struct rhttp_request req = {
+		.method = "GET", .body_fd = -1, .retry = true, .want_header = "X-Next-Token"
+	};
+	struct rhttp_response resp;
+	int r;
+
+	*ret = NULL;
+	*next = NULL;
+	if (!eq || (token && !et))
+		return -ENOMEM;
+	url = strdup_printf("%s/v2/sandboxes?metadata=%s&state=running,paused&limit=100%s%s",
+			    base_url, eq, et ? "&nextToken=" : "", et ?: "");
+	if (!url)
+		return -ENOMEM;
+	req.url = url;
+	r = rhttp_do(c, &req, &resp, msg, msg_size);
+	if (r == 0 && resp.status != 200) {
+		rhttp_error_message(&resp, msg, msg_size);
+		r = -EIO;
+	}
+	if (r == 0) {
+		*ret = rhttp_json_body(&resp);
+		if (!json_is_array(*ret)) {
+			(void)snprintf(msg, msg_size, "the service's list is not an array");
+			json_decref(*ret);
+			*ret = NULL;
+			r = -EBADMSG;
+		} else if (resp.header && *resp.header) {
+			*next = resp.header;
+			resp.header = NULL;
+		}
+	}
+	rhttp_response_done(&resp);
+	return r;
+}
+
+/* Kill the sandboxes of earlier instances on this host whose owner lock is free. The list is
+ * paged (X-Next-Token): every page is read before anything is killed. */
 static void do_prepare(json_t *id)
 {
 	struct rhttp_client *c = NULL;
-	_cleanup_free_ char *q = NULL, *path = NULL;
-	_cleanup_json_ json_t *list = NULL;
-	struct rhttp_response resp;
+	_cleanup_json_ json_t *orphans = json_array();
+	_cleanup_free_ char *token = NULL;
 	char msg[512] = "";
-	size_t i, killed = 0;
+	size_t i, killed = 0, pages = 0;
 	json_t *e;
-	int r;
+	int r = 0;
 
-	q = strdup_printf("cordonPack=" PACK_ID "&cordonHost=%s", host_id);
-	{
-		_cleanup_free_ char *eq = q ? rhttp_escape(q) : NULL;
-
-		path = eq ? strdup_printf(
-				    "/v2/sandboxes?metadata=%s&state=running,paused&limit=100", eq)
-			  : NULL;
-	}
-	if (!path || client_new(60000, &c) < 0) {
+	if (!orphans || client_new(60000, &c) < 0) {
 		reply_error(id, "out of memory", "prepare");
 		return;
 	}
-	r = api(c, "GET", path, NULL, true, &resp, msg, sizeof(msg));
-	if (r < 0 || resp.status != 200) {
-		/* Not fatal: isAvailable tells what is wrong (a bad key, the service down). */
-		if (r == 0)
-			rhttp_error_message(&resp, msg, sizeof(msg));
+	do {
+		_cleanup_json_ json_t *list = NULL;
+		char *next = NULL;
+
+		r = list_page(c, token, &list, &next, msg, sizeof(msg));
+		free(token);
+		token = next;
+		json_array_foreach(list, i, e) {
+			json_t *md = json_object_get(e, "metadata");
+			const char *sid = json_string_value(json_object_get(e, "sandboxID"));
+			const char *own = json_string_value(json_object_get(md, "cordonOwner"));
+
+			if (!sandbox_id_ok(sid) || !remote_hex_ok(own, REMOTE_ID_HEX) ||
+			    streq(own, owner) ||
+			    !streq(json_string_value(json_object_get(md, "cordonHost")) ?: "",
+				   host_id))
+				continue;
+			/* Its owner still lives (holds the lock): an instance still serving. */
+			if (!remote_owner_live(own))
+				json_array_append_new(orphans, json_string(sid));
+		}
+	} while (r == 0 && token && ++pages < LIST_PAGES_MAX);
+	if (r < 0)
+		/* Not fatal: isAvailable tells what is wrong (a bad key, the service down); the
+		 * pages read so far are cleaned. */
 		fprintf(stderr, "cordon-e2b-pack: cannot list orphans: %s\n", msg);
-		rhttp_response_done(&resp);
-		rhttp_client_free(c);
-		reply(id, json_object());
-		return;
-	}
-	list = rhttp_json_body(&resp);
-	rhttp_response_done(&resp);
-	json_array_foreach(list, i, e) {
-		json_t *md = json_object_get(e, "metadata");
-		const char *sid = json_string_value(json_object_get(e, "sandboxID"));
-		const char *own = json_string_value(json_object_get(md, "cordonOwner"));
-		if (!sandbox_id_ok(sid) || !remote_hex_ok(own, REMOTE_ID_HEX) ||
-		    streq(own, owner) ||
-		    !streq(json_string_value(json_object_get(md, "cordonHost")) ?: "", host_id))
-			continue;
-		/* Its owner still lives (holds the lock): an instance still serving its leases. */
-		if (remote_owner_live(own))
-			continue;
+	json_array_foreach(orphans, i, e) {
+		const char *sid = json_string_value(e);
+
 		if (kill_sandbox(c, sid, msg, sizeof(msg)) == 0) {
 			killed++;
 			fprintf(stderr, "cordon-e2b-pack: removed orphan sandbox %s\n", sid);
@@ -779,7 +893,8 @@ static void do_prepare(json_t *id)
 			fprintf(stderr, "cordon-e2b-pack: cannot remove orphan %s: %s\n", sid, msg);
 	}
 	/* Owner files whose lock is free and that own nothing any more. */
-	remote_owners_prune(owner);
+	if (r == 0)
+		remote_owners_prune(owner);
 	rhttp_client_free(c);
 	fprintf(stderr, "cordon-e2b-pack: prepared (%zu orphans removed)\n", killed);
 	reply(id, json_object());
@@ -1009,6 +1124,7 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 	}
 	pthread_mutex_lock(&table_lock);
 	(void)snprintf(p->name, sizeof(p->name), "p%u", ++next_proc);
+	(void)snprintf(p->tag, sizeof(p->tag), "cordon-%.12s-%s", owner, p->name);
 	p->next = procs;
 	procs = p;
 	pthread_mutex_unlock(&table_lock);

@@ -28,6 +28,7 @@ TESTS += \
 	tests/fakes/test-e2b-fake.sh \
 	tests/integration/e2b-pack.sh
 EXTRA_DIST += \
+	backends/e2b/README.md \
 	tests/fakes/e2b_fake.py \
 	tests/fakes/test-e2b-fake.py \
 	tests/fakes/test-remote-http.sh \

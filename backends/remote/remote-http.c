@@ -80,6 +80,8 @@ void rhttp_response_done(struct rhttp_response *resp)
 	free(resp->body);
 	resp->body = NULL;
 	resp->len = 0;
+	free(resp->header);
+	resp->header = NULL;
 }
 
 struct xfer {
@@ -99,13 +101,30 @@ static bool cancelled(const struct rhttp_client *c)
 static size_t on_header(char *buf, size_t size, size_t n, void *ud)
 {
 	struct xfer *x = ud;
-	size_t len = size * n;
+	size_t len = size * n, k = x->req->want_header ? strlen(x->req->want_header) : 0;
 
+	/* A new response (a 100 Continue's, a redirect's): forget the last one's headers. */
+	if (len > 5 && strncmp(buf, "HTTP/", 5) == 0) {
+		x->retry_after_s = -1;
+		free(x->resp->header);
+		x->resp->header = NULL;
+	}
 	if (len > 12 && strncasecmp(buf, "Retry-After:", 12) == 0) {
 		char tmp[32] = "";
 
 		(void)snprintf(tmp, sizeof(tmp), "%.*s", (int)(len - 12), buf + 12);
 		x->retry_after_s = strtol(tmp, NULL, 10);
+	}
+	if (k && len > k + 1 && len < k + 4096 && strncasecmp(buf, x->req->want_header, k) == 0 &&
+	    buf[k] == ':') {
+		const char *v = buf + k + 1, *e = buf + len;
+
+		while (v < e && (*v == ' ' || *v == '\t'))
+			v++;
+		while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
+			e--;
+		free(x->resp->header);
+		x->resp->header = strndup(v, (size_t)(e - v));
 	}
 	return len;
 }
@@ -138,6 +157,7 @@ static size_t on_write(char *buf, size_t size, size_t n, void *ud)
 			x->sink_stopped = true;
 			return 0;
 		}
+		x->resp->sink_bytes += len;
 		return len;
 	}
 	if (!append(x->resp, buf, len)) {
@@ -295,7 +315,11 @@ static int attempt(struct rhttp_client *c, const struct rhttp_request *req,
 	else
 		r = -EIO;
 	/* libcurl's error text names hosts and errors, never a header's value. */
-	(void)snprintf(err, err_size, "%s", ebuf[0] ? ebuf : curl_easy_strerror(cc));
+	if (resp->sink_bytes > 0)
+		(void)snprintf(err, err_size, "the stream was cut after %zu bytes: %s",
+			       resp->sink_bytes, ebuf[0] ? ebuf : curl_easy_strerror(cc));
+	else
+		(void)snprintf(err, err_size, "%s", ebuf[0] ? ebuf : curl_easy_strerror(cc));
 out:
 	curl_slist_free_all(hl);
 	return r;
@@ -317,6 +341,7 @@ int rhttp_do(struct rhttp_client *c, const struct rhttp_request *req, struct rht
 
 		rhttp_response_done(resp);
 		resp->status = 0;
+		resp->sink_bytes = 0;
 		resp->attempts = n + 1;
 		r = attempt(c, req, resp, &x, err, err_size);
 		if (r == -ECANCELED || r == -ENOMEM || r == -EFBIG)
@@ -327,7 +352,9 @@ int rhttp_do(struct rhttp_client *c, const struct rhttp_request *req, struct rht
 			again = r < 0 ? r == -ECONNREFUSED : resp->status == 429;
 		else
 			again = false;
-		again = again && req->body_fd < 0 && n < c->max_retries;
+		/* Neither a body read from an fd nor an answer a sink already took part of can be
+		 * sent or taken again. */
+		again = again && req->body_fd < 0 && resp->sink_bytes == 0 && n < c->max_retries;
 		if (!again)
 			return r;
 		wait = backoff;

@@ -3,8 +3,10 @@
  * The HTTP client remote packs share (libcurl): one keep-alive handle per client (a client
  * belongs to one thread), connect and total timeouts, retries with backoff on 429 and 5xx and on
  * connection failures honouring Retry-After, cancellation, bodies from memory or streamed from
- * an fd, answers into memory or streamed to a sink. The service's credential goes into one
- * header only (the auth header) and is never logged; the client wipes its copy when freed.
+ * an fd, answers into memory or streamed to a sink (retried only before the sink took a byte; a
+ * stream cut after that fails, its error saying how many bytes came), one header of an answer
+ * kept on request. The service's credential goes into one header only (the auth header) and
+ * is never logged; the client wipes its copy when freed.
  */
 #pragma once
 
@@ -42,6 +44,7 @@ struct rhttp_request {
 	long total_timeout_ms; /* overrides the client's when > 0; < 0: none */
 	rhttp_sink_fn sink;    /* 2xx body streamed here instead of into the response */
 	void *sink_userdata;
+	const char *want_header; /* "Name": its value is kept in resp->header */
 };
 
 struct rhttp_response {
@@ -49,6 +52,8 @@ struct rhttp_response {
 	char *body; /* NUL-terminated (an error's body even with a sink), or NULL */
 	size_t len;
 	int attempts;
+	char *header;	   /* the value of req->want_header, or NULL */
+	size_t sink_bytes; /* body bytes the sink took (a stream cut after some is not retried) */
 };
 
 int rhttp_client_new(const struct rhttp_opts *opts, struct rhttp_client **ret);

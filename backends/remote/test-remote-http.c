@@ -4,7 +4,9 @@
  * tests/fakes/test-remote-http.sh, which passes its URL in E2B_FAKE_URL and the key it accepts
  * in E2B_FAKE_KEY): a 401's message, 429 retried after its Retry-After, 5xx retried with
  * backoff, a request that may not be retried is not, a transport failure, cancellation stopping
- * a backoff, a body streamed from an fd and an answer streamed to a sink, a kept-alive handle.
+ * a backoff, a body streamed from an fd and an answer streamed to a sink, a kept-alive handle,
+ * a header of the answer kept, a streamed answer retried after a 503 before its first byte and
+ * not after a cut past it.
  */
 #include "config.h"
 
@@ -160,6 +162,44 @@ int main(void)
 	}
 	c = rhttp_client_free(c);
 
+	/* A header of the answer kept (a list's X-Next-Token), per answer. */
+	{
+		_cleanup_free_ char *url = NULL;
+		struct rhttp_request req = {
+			.method = "GET", .body_fd = -1, .retry = true, .want_header = "x-next-token"
+		};
+		json_t *j;
+		bool ids_ok = true;
+
+		c = client(key, NULL);
+		for (int i = 0; i < 3; i++) {
+			r = call(c, "POST", "/sandboxes",
+				 "{\"templateID\":\"base\",\"metadata\":{\"pg\":\"1\"}}", false,
+				 &resp, err, sizeof(err));
+			ids_ok = ids_ok && r == 0 && resp.status == 201;
+			rhttp_response_done(&resp);
+		}
+		fault("{\"route\":\"list\",\"status\":503}");
+		url = strdup_printf("%s/v2/sandboxes?metadata=pg%%3D1&limit=2", url_base);
+		req.url = url;
+		r = rhttp_do(c, &req, &resp, err, sizeof(err));
+		j = rhttp_json_body(&resp);
+		ok(ids_ok && r == 0 && resp.status == 200 && resp.attempts == 2 &&
+			   json_array_size(j) == 2 && resp.header && *resp.header,
+		   "the header asked for is kept from the answer that counts (X-Next-Token: %s)",
+		   resp.header ?: "none");
+		json_decref(j);
+		rhttp_response_done(&resp);
+		free(url);
+		url = strdup_printf("%s/v2/sandboxes?metadata=pg%%3D1&limit=3", url_base);
+		req.url = url;
+		r = rhttp_do(c, &req, &resp, err, sizeof(err));
+		ok(r == 0 && resp.status == 200 && !resp.header,
+		   "…and none when the answer has none (the last page)");
+		rhttp_response_done(&resp);
+		c = rhttp_client_free(c);
+	}
+
 	{
 		atomic_bool cancel = false;
 
@@ -243,6 +283,32 @@ int main(void)
 			r = rhttp_do(k, &down, &resp, err, sizeof(err));
 			ok(r == 0 && resp.status == 200 && got == sizeof(blob) && !resp.body,
 			   "the answer is streamed to the sink (%zu bytes)", got);
+			rhttp_response_done(&resp);
+
+			/* A 503 before any byte: retried like any idempotent request, the error's
+			 * body kept apart from the sink. */
+			got = 0;
+			down.retry = true;
+			fault("{\"route\":\"files-get\",\"status\":503,\"retryAfter\":1,"
+			      "\"count\":2}");
+			t0 = now();
+			r = rhttp_do(k, &down, &resp, err, sizeof(err));
+			ok(r == 0 && resp.status == 200 && resp.attempts == 3 &&
+				   got == sizeof(blob) && resp.sink_bytes == sizeof(blob) &&
+				   now() - t0 >= 1.9,
+			   "a streamed download answered 503 twice: retried after Retry-After, whole "
+			   "(%d attempts, %zu bytes, %.2f s)",
+			   resp.attempts, got, now() - t0);
+			rhttp_response_done(&resp);
+
+			/* Cut after some bytes: not retried (the sink has them), an error saying so. */
+			got = 0;
+			fault("{\"route\":\"files-get\",\"kind\":\"cut-body\"}");
+			r = rhttp_do(k, &down, &resp, err, sizeof(err));
+			ok(r == -EIO && resp.attempts == 1 && got == sizeof(blob) / 2 &&
+				   startswith(err, "the stream was cut after 150000 bytes: "),
+			   "a download cut after half: one attempt, -EIO naming the cause (%s)",
+			   err);
 			rhttp_response_done(&resp);
 		}
 		json_decref(j);

@@ -13,7 +13,9 @@
 # where that is not possible (or with --no-namespace), /home/daytona in command text is
 # rewritten to it. The files API maps the paths it takes the same way.
 # Test hooks live under /__fake/: POST fault {path, method?, status?, count?, delay?, retryAfter?,
-# message?}, POST stop {id} (auto-stop now), POST createPolls {n}, POST evilArchive {id, kind:
+# message?, cutBody? (the answer's headers and half its body, then the connection closes)}, POST
+# pageSize {n} (list pages of at most n), POST stop {id} (auto-stop now), POST createPolls {n},
+# POST evilArchive {id, kind:
 # "dotdot"|"symlink"} (the next download of a .tar/.tgz returns an escaping archive), GET log,
 # GET sandboxes.
 # Usage: daytona_fake.py --port-file FILE [--api-key KEY] [--dir DIR]
@@ -24,6 +26,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tarfile
 import tempfile
@@ -158,6 +161,8 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
+    cut_body = False
+
     def send(self, status, body=None, ctype="application/json", headers=None):
         data = b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
         self.send_response(status)
@@ -167,6 +172,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
+        if self.cut_body:
+            self.cut_body = False
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self.wfile.write(data)
 
     def api_error(self, status, message, error):
@@ -192,7 +204,7 @@ class Handler(BaseHTTPRequestHandler):
         u = urllib.parse.urlsplit(self.path)
         path, q = u.path, dict(urllib.parse.parse_qsl(u.query))
         with LOCK:
-            STATE["log"].append({"method": self.command, "path": self.path,
+            STATE["log"].append({"method": self.command, "path": self.path, "t": time.time(),
                                  "headers": {k: v for k, v in self.headers.items()}})
         if path.startswith("/__fake/"):
             return self.hook(path[len("/__fake/"):])
@@ -206,6 +218,10 @@ class Handler(BaseHTTPRequestHandler):
         if fault:
             if fault.get("delay"):
                 time.sleep(fault["delay"])
+            if fault.get("cutBody"):
+                # The answer's headers and half its body, then the connection closes (served
+                # below, cut in send).
+                self.cut_body = True
             if fault.get("status"):
                 self.body()
                 st = fault["status"]
@@ -244,6 +260,8 @@ class Handler(BaseHTTPRequestHandler):
                 sb = STATE["sandboxes"].get(b.get("id"))
                 if sb:
                     self.stop_sandbox(sb)
+            elif what == "pageSize":
+                STATE["page_size"] = int(b.get("n", 0))
             elif what == "createPolls":
                 STATE["create_polls"] = int(b.get("n", 0))
             elif what == "evilArchive":
@@ -309,6 +327,8 @@ class Handler(BaseHTTPRequestHandler):
                 if not 1 <= limit <= 200:
                     return self.api_error(400, "limit must not be greater than 200", "Bad Request")
                 start = int(q.get("cursor") or 0)
+                # Pages of at most limit, and of the fake's page size when a test sets one.
+                limit = min(limit, STATE.get("page_size") or limit)
                 page = items[start:start + limit]
                 nxt = str(start + limit) if start + limit < len(items) else None
                 return self.send(200, {"items": [sandbox_dto(s) for s in page], "nextCursor": nxt})

@@ -4,11 +4,15 @@
 # One HTTP/1.1 server (keep-alive, chunked streams) serves both parts of the service:
 #   control plane  requests without E2b-Sandbox-Id: X-API-Key checked, POST /sandboxes (201),
 #                  GET/DELETE /sandboxes/{id} (DELETE 204 then 404), POST /sandboxes/{id}/timeout
-#                  (204), GET /v2/sandboxes?metadata=k%3Dv&state=… (filtered list)
+#                  (204), GET /v2/sandboxes?metadata=k%3Dv&state=…&limit=&nextToken= (filtered,
+#                  paged list: X-Next-Token names the next page)
 #   envd           requests with E2b-Sandbox-Id and E2b-Sandbox-Port: 49983: X-Access-Token checked
 #                  first (401 plain JSON), an unknown or dead sandbox 502 JSON;
 #                  /process.Process/Start (Connect server stream: 5-byte envelopes, JSON, base64
 #                  data, the end event omitting default fields, the 0x02 end-of-stream envelope),
+#                  /process.Process/Connect (a running process by pid or tag: its start event, then
+#                  its output from then on, then its end; processes outlive their streams, and
+#                  output no stream follows is dropped),
 #                  SendInput, CloseStdin, SendSignal (unary JSON), POST/GET /files (octet-stream),
 #                  GET /health (204)
 # Commands run for real, in a private directory per sandbox, seen at /home/user: each command in a
@@ -18,9 +22,11 @@
 #
 # Test hooks, under /__fake/ only (no key needed):
 #   POST /__fake/fault {"route", "status"?, "message"?, "retryAfter"?, "kind"?, "delayMs"?, "count"?}
-#        route: create|kill|timeout|list|start|files-get|files-post|any; kind: status (default),
+#        route: create|kill|timeout|list|start|connect|files-get|files-post|any; kind: status (default),
 #        cut (a stream cut mid-output), error-frame (an error inside a 200 stream), delay (then
-#        normal), evil-archive (files-get answers a tar with ../ and a symlink escape)
+#        normal), evil-archive (files-get answers a tar with ../ and a symlink escape), cut-body
+#        (files-get sends half the file, then closes)
+#   POST /__fake/config {"pageSize": N}: list pages of at most N (X-Next-Token for the next)
 #   POST /__fake/die {"sandbox"}: the sandbox dies (API 404, envd 502)
 #   GET  /__fake/state: {"sandboxes": {...}, "log": [{method, path, keyHeader}...]}
 # Usage: e2b_fake.py --port-file FILE [--api-key KEY] [--dir DIR]
@@ -105,12 +111,12 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
         n = int(self.headers.get("Content-Length") or 0)
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            out = b""
+            out = bytearray()
             while True:
                 size = int(self.rfile.readline().strip().split(b";")[0], 16)
                 if size == 0:
                     self.rfile.readline()
-                    return out
+                    return bytes(out)
                 out += self.rfile.read(size)
                 self.rfile.readline()
         return self.rfile.read(n) if n else b""
@@ -173,6 +179,10 @@ class Handler(BaseHTTPRequestHandler):
             with lock:
                 faults.append(json.loads(b))
             return self.send(200, {})
+        if u.path == "/__fake/config":
+            with lock:
+                cfg.update({k: v for k, v in json.loads(b).items() if k in ("pageSize",)})
+            return self.send(200, {})
         if u.path == "/__fake/die":
             sid = json.loads(b)["sandbox"]
             with lock:
@@ -180,7 +190,7 @@ class Handler(BaseHTTPRequestHandler):
                 if sb:
                     sb["alive"] = False
                     for p in sb["procs"].values():
-                        p["popen"].kill()
+                        p.popen.kill()
             return self.send(200, {})
         if u.path == "/__fake/state":
             with lock:
@@ -225,6 +235,13 @@ class Handler(BaseHTTPRequestHandler):
                 return
             q = urllib.parse.parse_qs(u.query)
             want = dict(urllib.parse.parse_qsl(q.get("metadata", [""])[0]))
+            try:
+                limit = int(q.get("limit", ["100"])[0])
+                off = int(base64.b64decode(q["nextToken"][0]).decode()) if "nextToken" in q else 0
+            except ValueError:
+                return self.send(400, {"code": 400, "message": "invalid pagination parameters"})
+            if not 1 <= limit <= 100:
+                return self.send(400, {"code": 400, "message": "limit must be between 1 and 100"})
             out = []
             with lock:
                 for sid, sb in sandboxes.items():
@@ -233,7 +250,11 @@ class Handler(BaseHTTPRequestHandler):
                     if all(sb["metadata"].get(k) == v for k, v in want.items()):
                         out.append({"sandboxID": sid, "templateID": sb["templateID"], "state": "running",
                                     "metadata": sb["metadata"]})
-            return self.send(200, out)
+            # Pages of at most limit (and of the fake's page size, when a test sets one); a
+            # further page is announced by the X-Next-Token header, an opaque token.
+            n = min(limit, cfg.get("pageSize") or limit)
+            hdrs = [("X-Next-Token", base64.b64encode(b"%d" % (off + n)).decode())] if off + n < len(out) else []
+            return self.send(200, out[off:off + n], headers=hdrs)
         if len(parts) >= 2 and parts[0] == "sandboxes":
             sid = parts[1]
             with lock:
@@ -268,7 +289,7 @@ class Handler(BaseHTTPRequestHandler):
         if sb:
             for p in list(sb["procs"].values()):
                 try:
-                    p["popen"].kill()
+                    p.popen.kill()
                 except OSError:
                     pass
             shutil.rmtree(sb["root"], ignore_errors=True)
@@ -289,6 +310,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(401, {"code": 401, "message": "unauthorized access, please provide a valid access token"})
         if u.path == "/process.Process/Start" and method == "POST":
             return self.start(sb, body)
+        if u.path == "/process.Process/Connect" and method == "POST":
+            return self.connect(sb, body)
         if u.path.startswith("/process.Process/") and method == "POST":
             return self.unary(sb, u.path.split("/")[-1], body)
         if u.path == "/files":
@@ -308,6 +331,19 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if f == "evil-archive":
                 return self.send(200, raw=evil_tar(), ctype="application/octet-stream")
+            if f == "cut-body" and os.path.isfile(p):
+                # The answer's headers and half its body, then the connection closes.
+                with open(p, "rb") as fh:
+                    data = fh.read()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[:len(data) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             if os.path.isdir(p):
                 return self.send(400, {"code": 400, "message": "path '%s' is a directory" % q["path"]})
             if not os.path.exists(p):
@@ -324,31 +360,39 @@ class Handler(BaseHTTPRequestHandler):
             return self.connect_error(415, "invalid_argument", "content type")
         req = json.loads(body or b"{}")
         if name == "List":
-            return self.send(200, {"processes": [{"pid": pid} for pid in sb["procs"]]})
+            return self.send(200, {"processes": [dict({"pid": pid}, **({"tag": p.tag} if p.tag else {}))
+                                                 for pid, p in sb["procs"].items()]})
         pid = req.get("process", {}).get("pid")
         p = sb["procs"].get(pid)
         if not p:
             return self.connect_error(404, "not_found", "process with pid %s not found" % pid)
         try:
             if name == "SendInput":
-                if not p["popen"].stdin or p["popen"].stdin.closed:
+                if not p.popen.stdin or p.popen.stdin.closed:
                     return self.connect_error(500, "internal", "stdin not enabled or closed")
-                p["popen"].stdin.write(base64.b64decode(req["input"]["stdin"]))
-                p["popen"].stdin.flush()
+                p.popen.stdin.write(base64.b64decode(req["input"]["stdin"]))
+                p.popen.stdin.flush()
             elif name == "CloseStdin":
-                if p["popen"].stdin:
-                    p["popen"].stdin.close()
+                if p.popen.stdin:
+                    p.popen.stdin.close()
             elif name == "SendSignal":
                 s = req.get("signal")
                 s = {"SIGNAL_SIGKILL": 9, "SIGNAL_SIGTERM": 15, 9: 9, 15: 15}.get(s)
                 if not s:
                     return self.connect_error(400, "invalid_argument", "unknown signal")
-                os.killpg(p["popen"].pid, s)
+                os.killpg(p.popen.pid, s)
             else:
                 return self.connect_error(501, "unimplemented", "not implemented")
         except (OSError, ValueError):
             pass
         return self.send(200, {})
+
+    def stream_head(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/connect+json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        return Sub(self)
 
     def start(self, sb, body):
         if self.headers.get("Content-Type") != "application/connect+json":
@@ -361,32 +405,13 @@ class Handler(BaseHTTPRequestHandler):
         flags, n = struct.unpack(">BI", body[:5])
         req = json.loads(body[5:5 + n])
         proc = req["process"]
-        self.send_response(200)
-        self.send_header("Content-Type", "application/connect+json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        wlock = threading.Lock()
-
-        def chunk(*parts):
-            # One envelope, possibly in several HTTP chunks (clients must keep state across
-            # reads), never interleaved with another.
-            with wlock:
-                for b in parts:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
-                self.wfile.flush()
-
-        def finish(b):
-            chunk(b)
-            with wlock:
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
-
+        sub = self.stream_head()
         cwd = map_path(sb, proc.get("cwd") or HOME)
         if not os.path.isdir(cwd):
-            return finish(envelope({"error": {"code": "invalid_argument",
-                                              "message": "invalid cwd %s" % proc.get("cwd")}}, 2))
+            return sub.finish(envelope({"error": {"code": "invalid_argument",
+                                                  "message": "invalid cwd %s" % proc.get("cwd")}}, 2))
         if f == "error-frame":
-            return finish(envelope({"error": {"code": "internal", "message": "injected: envd failed"}}, 2))
+            return sub.finish(envelope({"error": {"code": "internal", "message": "injected: envd failed"}}, 2))
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": sb["root"] + HOME, "USER": "user",
                "LOGNAME": "user"}
         env.update(sb["envVars"])
@@ -402,49 +427,159 @@ class Handler(BaseHTTPRequestHandler):
                                      stdin=subprocess.PIPE if req.get("stdin", True) else subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError as e:
-            return finish(envelope({"error": {"code": "unknown", "message": "error starting process: %s" % e}}, 2))
+            return sub.finish(envelope({"error": {"code": "unknown", "message": "error starting process: %s" % e}}, 2))
+        if f == "cut":
+            sub.cut_at_data = True
         with lock:
             pid = sb["nextPid"]
             sb["nextPid"] += 1
-            sb["procs"][pid] = {"popen": popen}
-        chunk(envelope({"event": {"start": {"pid": pid}}}))
-        cut = [False]
+            p = Proc(sb, pid, req.get("tag"), popen)
+            sb["procs"][pid] = p
+            # The stream follows the process from its start event on; the process outlives it.
+            p.subs.append(sub)
+        sub.send(envelope({"event": {"start": {"pid": pid}}}))
+        p.run()
+        self.follow(sub)
 
-        def pump(stream, name):
-            while True:
-                d = stream.read1(32768)
-                if not d:
-                    return
-                if cut[0]:
-                    continue
-                try:
-                    # A split envelope now and then: clients must keep state across reads.
-                    e = envelope({"event": {"data": {name: base64.b64encode(d).decode()}}})
-                    if f == "cut":
-                        chunk(e[:3])
-                        cut[0] = True
-                        self.wfile.flush()
-                        self.connection.shutdown(2)
-                        continue
-                    chunk(e[:2], e[2:])
-                except OSError:
-                    cut[0] = True
-
-        ts = [threading.Thread(target=pump, args=(popen.stdout, "stdout")),
-              threading.Thread(target=pump, args=(popen.stderr, "stderr"))]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        rc = popen.wait()
+    def connect(self, sb, body):
+        """process.Process/Connect: a new stream of a running process, by pid or tag: its start
+        event, then its output from now on (what came while no stream followed it is gone), then
+        its end. A process that ended (or never was) is not_found, inside a 200 stream."""
+        if self.headers.get("Content-Type") != "application/connect+json":
+            return self.connect_error(415, "invalid_argument", "content type")
+        f = self.fault("connect")
+        if f == "done":
+            return
+        if len(body) < 5:
+            return self.connect_error(400, "invalid_argument", "no envelope")
+        flags, n = struct.unpack(">BI", body[:5])
+        sel = json.loads(body[5:5 + n]).get("process") or {}
+        sub = self.stream_head()
+        if f == "cut":
+            sub.cut_at_data = True
         with lock:
-            sb["procs"].pop(pid, None)
-        if cut[0] or not sb["alive"]:
+            if "pid" in sel:
+                p = sb["procs"].get(sel["pid"])
+                what = "pid %s" % sel["pid"]
+            else:
+                p = next((q for q in sb["procs"].values() if q.tag is not None and q.tag == sel.get("tag")), None)
+                what = "tag %s" % sel.get("tag")
+            if p and not p.ended:
+                p.subs.append(sub)
+            else:
+                p = None
+        if not p:
+            return sub.finish(envelope({"error": {"code": "not_found",
+                                                  "message": "process with %s not found" % what}}, 2))
+        sub.send(envelope({"event": {"start": {"pid": p.pid}}}))
+        self.follow(sub)
+
+    def follow(self, sub):
+        """Hold the connection until the stream ended (its end sent, or it was cut)."""
+        sub.done.wait()
+        if sub.broken:
             self.close_connection = True
             try:
-                self.connection.shutdown(2)
+                self.connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+class Sub:
+    """One client stream following a process (a Start's or a Connect's)."""
+
+    def __init__(self, handler):
+        self.h = handler
+        self.wlock = threading.Lock()
+        self.done = threading.Event()
+        self.broken = False
+        self.cut_at_data = False
+
+    def send(self, *parts):
+        # One envelope, possibly in several HTTP chunks (clients must keep state across reads),
+        # never interleaved with another.
+        with self.wlock:
+            if self.broken or self.done.is_set():
+                return False
+            try:
+                for b in parts:
+                    self.h.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+                self.h.wfile.flush()
+                return True
+            except OSError:
+                self.broken = True
+                self.done.set()
+                return False
+
+    def data(self, e):
+        if self.cut_at_data:
+            # A stream cut mid-envelope: the client sees a truncated frame and no end.
+            with self.wlock:
+                try:
+                    self.h.wfile.write(b"%x\r\n%s\r\n" % (3, e[:3]))
+                    self.h.wfile.flush()
+                    self.h.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                self.broken = True
+                self.done.set()
+            return False
+        # A split envelope now and then: clients must keep state across reads.
+        return self.send(e[:2], e[2:])
+
+    def finish(self, b):
+        if self.send(b):
+            with self.wlock:
+                try:
+                    self.h.wfile.write(b"0\r\n\r\n")
+                    self.h.wfile.flush()
+                except OSError:
+                    self.broken = True
+        self.done.set()
+
+
+class Proc:
+    """A process of a sandbox: its output goes to the streams following it at the time (none:
+    dropped, as envd does); it lives on when they are cut."""
+
+    def __init__(self, sb, pid, tag, popen):
+        self.sb, self.pid, self.tag, self.popen = sb, pid, tag, popen
+        self.subs = []
+        self.ended = False
+
+    def run(self):
+        ts = [threading.Thread(target=self.pump, args=(self.popen.stdout, "stdout"), daemon=True),
+              threading.Thread(target=self.pump, args=(self.popen.stderr, "stderr"), daemon=True)]
+        for t in ts:
+            t.start()
+        threading.Thread(target=self.reap, args=(ts,), daemon=True).start()
+
+    def followers(self):
+        with lock:
+            self.subs = [x for x in self.subs if not x.done.is_set()]
+            return list(self.subs)
+
+    def pump(self, stream, name):
+        while True:
+            d = stream.read1(32768)
+            if not d:
+                return
+            e = envelope({"event": {"data": {name: base64.b64encode(d).decode()}}})
+            for x in self.followers():
+                x.data(e)
+
+    def reap(self, ts):
+        for t in ts:
+            t.join()
+        rc = self.popen.wait()
+        with lock:
+            self.ended = True
+            self.sb["procs"].pop(self.pid, None)
+        subs = self.followers()
+        if not self.sb["alive"]:
+            for x in subs:
+                x.broken = True
+                x.done.set()
             return
         if rc >= 0:
             end = {"exited": True, "status": "exit status %d" % rc}
@@ -453,11 +588,9 @@ class Handler(BaseHTTPRequestHandler):
         else:
             name = SIGNAMES.get(-rc, "signal %d" % -rc)
             end = {"exitCode": -1, "status": "signal: " + name, "error": "signal: " + name}
-        try:
-            chunk(envelope({"event": {"end": end}}))
-            finish(envelope({}, 2))
-        except OSError:
-            pass
+        for x in subs:
+            if x.send(envelope({"event": {"end": end}})):
+                x.finish(envelope({}, 2))
 
 
 NS_SCRIPT = 'mount -t tmpfs tmpfs /home && mkdir /home/user && mount --bind "$0" /home/user && cd "$1" && shift && exec "$@"'

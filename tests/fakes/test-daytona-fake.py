@@ -107,6 +107,11 @@ try:
     r, j2, _ = req("GET", "/api/sandbox?limit=1&labels=%s&cursor=%s" % (q, j["nextCursor"]))
     names = sorted([j["items"][0]["name"], j2["items"][0]["name"]])
     ok(names == ["a", "b"] and j2["nextCursor"] is None, "list by labels, second page", names)
+    req("POST", "/__fake/pageSize", {"n": 1})
+    r, j, _ = req("GET", "/api/sandbox?limit=200&labels=" + q)
+    ok(r.status == 200 and len(j["items"]) == 1 and j["nextCursor"] == "1",
+       "a page size set by a test caps the pages below the limit asked for", j)
+    req("POST", "/__fake/pageSize", {"n": 0})
 
     r, j, _ = req("POST", tb + "/process/execute", {"command": "echo out; echo err >&2; exit 3", "timeout": 5})
     ok(r.status == 200 and j["exitCode"] == 3 and "out" in j["result"] and "err" in j["result"],
@@ -217,6 +222,16 @@ try:
     req("POST", "/__fake/fault", {"path": "/api/sandbox", "status": 500})
     r, j, _ = req("GET", "/api/sandbox/" + sid)
     ok(r.status == 500 and j["statusCode"] == 500, "fault 500", j)
+    req("POST", "/__fake/fault", {"path": tb + "/files/download", "cutBody": True})
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+    c.request("GET", tb + "/files/download?path=/home/daytona/up.bin", headers=AUTH)
+    r = c.getresponse()
+    try:
+        d = r.read()
+    except http.client.IncompleteRead as e:
+        d = b"incomplete:" + e.partial
+    c.close()
+    ok(r.status == 200 and d == b"incomplete:" + b"\x00b", "fault cutBody: half the body, then the connection closes", d)
     req("POST", "/__fake/fault", {"path": "/api/sandbox", "method": "POST", "delay": 1.0})
     t0 = time.time()
     r, j, _ = req("POST", "/api/sandbox", {"name": "slow"})

@@ -185,12 +185,16 @@ try:
 
     t.ok(read("change.txt") == "before\n" and read("added.txt") is None, "the host is unchanged before release")
     fake_call("/__fake/fault", {"path": "/toolbox/%s/files/download" % rsid, "status": 429, "retryAfter": 1})
+    fake_call("/__fake/fault", {"path": "/toolbox/%s/files/download" % rsid, "status": 503, "retryAfter": 1})
+    nd = lambda: sum(1 for e in fake_call("/__fake/log") if e["path"].startswith("/toolbox/%s/files/download" % rsid))  # noqa: E731
+    n0 = nd()
     r = c.call("sandbox.release", {"sandboxId": sid}, timeout=120)
+    t.ok(nd() - n0 == 3, "the archive's download is retried after a 429 and a 503 (%d requests)" % (nd() - n0))
     rep = r.get("result", {}).get("workspace") or {}
     items = {i["path"]: i["action"] for i in rep.get("items", [])}
     t.ok(r.get("result", {}).get("released") is True and read("change.txt") == "after\n"
          and read("added.txt") == "new\n" and read("delete.txt") is None
-         and read("sub/deep.txt") == "deep\nmore\n", "release brings the lease's changes back (after a 429)", r)
+         and read("sub/deep.txt") == "deep\nmore\n", "release brings the lease's changes back (after a 429 and a 503)", r)
     t.ok(items.get("change.txt") == "changed" and items.get("added.txt") == "added"
          and items.get("delete.txt") == "deleted", "…and reports them", rep)
     t.ok(live() == {}, "the remote sandbox is deleted at release")
@@ -222,6 +226,32 @@ try:
     t.ok(res.get("exitCode") == 0 and res.get("stdout") == "ok\n", "a 500 on a poll is retried", r)
     r = c.call("sandbox.release", {"sandboxId": sid}, timeout=120)
     t.ok(r.get("result", {}).get("released") is True, "released", r)
+
+    # The archive's download cut after half of it: the release fails naming the cause, the host
+    # workspace is unchanged.
+    snap = {p: read(p) for p in ("keep.txt", "change.txt", "added.txt")}
+    r = c.call("sandbox.acquire", {"callerCwd": WORK, "policyPatch": RW}, timeout=120)
+    sid = r.get("result", {}).get("sandboxId")
+    (rsid, _), = live().items()
+    run(c, sid, "echo cut > change.txt; head -c 200000 /dev/urandom > big.bin")
+    fake_call("/__fake/fault", {"path": "/toolbox/%s/files/download" % rsid, "cutBody": True})
+    r = c.call("sandbox.release", {"sandboxId": sid}, timeout=120)
+    msg = json.dumps(r)
+    plog = ""
+    for _ in range(40):  # the pack's stderr reaches the controller's log on its own path
+        try:
+            with open(os.path.join(STATE, "controller.log"), errors="replace") as f:
+                plog = [ln for ln in f if "released (" in ln][-1]
+        except (OSError, IndexError):
+            pass
+        if "the stream was cut after" in plog:
+            break
+        time.sleep(0.05)
+    # The controller sees the archive end early (and says so) before the pack's answer comes.
+    t.ok("result" not in r and ("the stream was cut after" in msg or "truncated archive" in msg)
+         and "the stream was cut after" in plog and {p: read(p) for p in snap} == snap and read("big.bin") is None,
+         "a download cut mid-archive: the release fails saying so (the pack: %s), the host is unchanged"
+         % plog.strip()[-120:], r)
 
     # The key never leaks: not in events, state files, logs; only in the auth header.
     c2 = Conn(SOCK)
@@ -258,9 +288,21 @@ try:
         os.kill(int(p), signal.SIGKILL)
     t.ok(len(mine) >= 1, "the pack process is killed with SIGKILL (%s)" % mine)
     time.sleep(1)
+    # More orphans of dead instances of this host, and a list of pages of 1: the ones past the
+    # first page are found too.
+    labels = dict(list(live().values())[0]["labels"])
+    for i in range(3):
+        labels["cordonOwner"] = os.urandom(16).hex()
+        urllib.request.urlopen(urllib.request.Request(
+            API + "/sandbox", data=json.dumps({"name": "orphan-%d" % i, "labels": labels}).encode(),
+            headers={"Content-Type": "application/json", "Authorization": "Bearer " + KEY}), timeout=10).read()
+    orphan = set(live())
+    fake_call("/__fake/pageSize", {"n": 1})
     r = c.call("backend.activate", {"backend": REF, "settings": {"baseUrl": API}}, timeout=60)
     t.ok(r.get("result", {}).get("launcher", "").startswith(REF + "#"), "a new activation", r)
-    t.ok(not (orphan & set(live())), "…removed the orphan from the fake's list", live())
+    pages = [e for e in fake_call("/__fake/log") if e["path"].startswith("/api/sandbox?") and "labels=" in e["path"]]
+    t.ok(len(orphan) == 4 and not (orphan & set(live())),
+         "…removed the 4 orphans from the fake's list, read in pages of 1 (%d list requests)" % len(pages), live())
 finally:
     fake.terminate()
     fake.wait()

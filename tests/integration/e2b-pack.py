@@ -154,14 +154,42 @@ try:
     res, r = run(c, sid, "echo never")
     t.ok(res.get("exitCode") not in (0, None) and "injected: envd failed" in res.get("stderr", ""),
          "an error inside a 200 stream fails the command with its message", r)
+    def log_count(path):
+        return sum(1 for e in fake_call("/__fake/state")["log"] if e["path"] == path)
+
+    # A stream cut mid-output: the pack follows the process again (Connect) to its end.
     fake_call("/__fake/fault", {"route": "start", "kind": "cut"})
-    res, r = run(c, sid, "echo one; sleep 0.3; echo two")
-    t.ok(res.get("exitCode") not in (0, None) and res.get("stderr", "").startswith("cordon-e2b: "),
-         "a stream cut mid-output fails the command", r)
+    n0 = log_count("/process.Process/Connect")
+    res, r = run(c, sid, "echo one; sleep 1; echo two; echo err2 >&2; exit 5")
+    t.ok(res.get("exitCode") == 5 and res.get("stdout", "").endswith("two\n") and res.get("stderr") == "err2\n"
+         and log_count("/process.Process/Connect") == n0 + 1,
+         "a stream cut mid-output is followed again (Connect): the later output and exit 5 arrive", r)
+    # A Connect refused (the sandbox's proxy answering 502): the command fails, saying why.
+    fake_call("/__fake/fault", {"route": "start", "kind": "cut"})
+    fake_call("/__fake/fault", {"route": "connect", "status": 502, "message": "injected: no route"})
+    res, r = run(c, sid, "echo one; sleep 1; echo two")
+    err = res.get("stderr", "")
+    t.ok(res.get("exitCode") not in (0, None) and err.startswith("cordon-e2b: the process stream was cut (")
+         and "injected: no route" in err, "a cut stream that cannot be followed again fails the command with both causes", r)
+    # Every Connect cut too: bounded attempts (5), then the command fails.
+    fake_call("/__fake/fault", {"route": "start", "kind": "cut"})
+    fake_call("/__fake/fault", {"route": "connect", "kind": "cut", "count": 20})
+    n0 = log_count("/process.Process/Connect")
+    res, r = run(c, sid, "for i in $(seq 60); do echo $i; sleep 0.1; done", timeout=120)
+    n1 = log_count("/process.Process/Connect") - n0
+    t.ok(res.get("exitCode") not in (0, None) and n1 == 5 and "could not be followed again" in res.get("stderr", ""),
+         "a stream cut again and again: 5 attempts to follow it, then the command fails (%d)" % n1, r)
     fake_call("/__fake/fault", {"route": "timeout", "status": 429, "retryAfter": 1, "count": 1})
 
     t.ok(read("change.txt") == "before\n" and read("added.txt") is None, "the host is unchanged before release")
+    # The archive's download answered 503 twice (Retry-After: 1), then served.
+    fake_call("/__fake/fault", {"route": "files-get", "status": 503, "retryAfter": 1, "count": 2})
+    n0 = log_count("/files")
+    t0 = time.monotonic()
     r = c.call("sandbox.release", {"sandboxId": sid}, timeout=120)
+    waited = time.monotonic() - t0
+    t.ok(log_count("/files") - n0 == 3 and waited >= 2, "the archive's download is retried after 503s, "
+         "Retry-After honoured (%d requests, %.1f s)" % (log_count("/files") - n0, waited), r)
     rep = r.get("result", {}).get("workspace") or {}
     items = {i["path"]: i["action"] for i in rep.get("items", [])}
     t.ok(r.get("result", {}).get("released") is True and read("change.txt") == "after\n"
@@ -182,6 +210,31 @@ try:
          and (rep.get("counts", {}).get("refused", 0) >= 1 or rep.get("error")),
          "an archive with ../ and a symlink escape: refused, reported, nothing outside the workspace (%s)"
          % json.dumps(rep.get("counts") or rep.get("error")), rep)
+
+    # The archive's download cut after half of it: the release fails naming the cause, the host
+    # workspace is unchanged.
+    snap = {p: read(p) for p in ("keep.txt", "change.txt", "added.txt")}
+    r = c.call("sandbox.acquire", {"callerCwd": WORK, "policyPatch": RW}, timeout=120)
+    sid = r.get("result", {}).get("sandboxId")
+    run(c, sid, "echo cut > change.txt; head -c 200000 /dev/urandom > big.bin")
+    fake_call("/__fake/fault", {"route": "files-get", "kind": "cut-body"})
+    r = c.call("sandbox.release", {"sandboxId": sid}, timeout=120)
+    msg = json.dumps(r)
+    plog = ""
+    for _ in range(40):  # the pack's stderr reaches the controller's log on its own path
+        try:
+            with open(os.path.join(STATE, "controller.log"), errors="replace") as f:
+                plog = [ln for ln in f if "released (" in ln][-1]
+        except (OSError, IndexError):
+            pass
+        if "the stream was cut after" in plog:
+            break
+        time.sleep(0.05)
+    # The controller sees the archive end early (and says so) before the pack's answer comes.
+    t.ok("result" not in r and ("the stream was cut after" in msg or "truncated archive" in msg)
+         and "the stream was cut after" in plog and {p: read(p) for p in snap} == snap and read("big.bin") is None,
+         "a download cut mid-archive: the release fails saying so (the pack: %s), the host is unchanged"
+         % plog.strip()[-120:], r)
 
     # A slow create, then a sandbox that dies mid-lease: its command fails with the service's
     # message, its release fails, the host workspace is unchanged.
@@ -225,9 +278,21 @@ try:
         os.kill(int(p), signal.SIGKILL)
     t.ok(len(mine) >= 1, "the pack process is killed with SIGKILL (%s)" % mine)
     time.sleep(1)
+    # More orphans of dead instances of this host, and a list of pages of 1: the ones past the
+    # first page are found too.
+    md = dict(list(live().values())[0]["metadata"])
+    for _ in range(3):
+        md["cordonOwner"] = os.urandom(16).hex()
+        urllib.request.urlopen(urllib.request.Request(
+            URL + "/sandboxes", data=json.dumps({"templateID": "base", "metadata": md}).encode(),
+            headers={"Content-Type": "application/json", "X-API-Key": KEY}), timeout=10).read()
+    orphan = set(live())
+    fake_call("/__fake/config", {"pageSize": 1})
     r = c.call("backend.activate", {"backend": REF, "settings": {"baseUrl": URL}}, timeout=60)
     t.ok(r.get("result", {}).get("launcher", "").startswith(REF + "#"), "a new activation", r)
-    t.ok(not (orphan & set(live())), "…removed the orphan from the fake's list", live())
+    pages = [e for e in fake_call("/__fake/state")["log"] if e["path"] == "/v2/sandboxes" and "metadata=" in e["query"]]
+    t.ok(len(orphan) == 4 and not (orphan & set(live())),
+         "…removed the 4 orphans from the fake's list, read in pages of 1 (%d list requests)" % len(pages), live())
 finally:
     fake.terminate()
     fake.wait()
