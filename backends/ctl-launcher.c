@@ -51,6 +51,8 @@ struct ctl_launcher {
 	struct exit_item *exits; /* reports nobody has taken yet, oldest first */
 	ctl_launcher_exit_cb exit_cb;
 	void *exit_userdata;
+	ctl_launcher_denial_cb denial_cb;
+	void *denial_userdata;
 	bool broken;
 };
 
@@ -259,6 +261,59 @@ void ctl_launcher_set_exit_handler(struct ctl_launcher *l, ctl_launcher_exit_cb 
 	l->exit_userdata = userdata;
 }
 
+void ctl_launcher_set_denial_handler(struct ctl_launcher *l, ctl_launcher_denial_cb cb,
+				     void *userdata)
+{
+	l->denial_cb = cb;
+	l->denial_userdata = userdata;
+}
+
+/* A "denial" as the event carries it: only the members docs/PROTOCOL.md names, each of its
+ * type and bounded; NULL when the message does not check. */
+static json_t *denial_copy(json_t *m)
+{
+	static const char *const strs[] = { "layer",   "kind",	 "path", "address",
+					    "syscall", "action", "comm", "exe" };
+	static const char *const ints[] = { "port", "syscallNr", "pid", "timeMs", "suppressed" };
+	_cleanup_json_ json_t *d = json_object();
+	json_t *sb = json_object_get(m, "sandbox"), *access = json_object_get(m, "access"), *v;
+	size_t i;
+
+	if (!d || !json_is_string(sb) || json_string_length(sb) == 0 ||
+	    json_string_length(sb) > 64 || json_object_set(d, "instance", sb) < 0)
+		return NULL;
+	for (i = 0; i < ELEMENTSOF(strs); i++) {
+		v = json_object_get(m, strs[i]);
+		if (!v || json_is_null(v))
+			continue;
+		if (!json_is_string(v) || json_string_length(v) > 4096 ||
+		    json_object_set(d, strs[i], v) < 0)
+			return NULL;
+	}
+	for (i = 0; i < ELEMENTSOF(ints); i++) {
+		v = json_object_get(m, ints[i]);
+		if (!v)
+			continue;
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_object_set(d, ints[i], v) < 0)
+			return NULL;
+	}
+	if (access) {
+		if (!json_is_array(access) || json_array_size(access) > 32)
+			return NULL;
+		for (i = 0; i < json_array_size(access); i++) {
+			v = json_array_get(access, i);
+			if (!json_is_string(v) || json_string_length(v) > 64)
+				return NULL;
+		}
+		if (json_object_set(d, "access", access) < 0)
+			return NULL;
+	}
+	if (!json_object_get(d, "layer") && !json_object_get(d, "suppressed"))
+		return NULL;
+	return TAKE_PTR(d);
+}
+
 static void copy_str(char *dst, size_t size, json_t *v)
 {
 	(void)snprintf(dst, size, "%s", json_is_string(v) ? json_string_value(v) : "");
@@ -336,6 +391,14 @@ static int recv_one(struct ctl_launcher *l, bool block)
 	if (streq_ptr(json_string_value(json_object_get(m, "type")), "exit")) {
 		close_many(fds, n_fds);
 		handle_exit(l, m);
+		return 1;
+	}
+	if (streq_ptr(json_string_value(json_object_get(m, "type")), "denial")) {
+		json_t *d = l->denial_cb ? denial_copy(m) : NULL;
+
+		close_many(fds, n_fds);
+		if (d)
+			l->denial_cb(l, d, l->denial_userdata);
 		return 1;
 	}
 	jseq = json_object_get(m, "seq");

@@ -123,6 +123,15 @@ int ctl_launcher_kill(struct ctl_launcher *l, const char *sandbox, int sig,
 		      struct ctl_launcher_error *reterr);
 
 void ctl_launcher_set_exit_handler(struct ctl_launcher *l, ctl_launcher_exit_cb cb, void *userdata);
+/*
+ * "denial" messages (docs/DENIALS.md), checked and copied into a fresh object (the cb's to
+ * keep or drop): {instance (the sandbox), layer, kind, access?, path?, port?, address?,
+ * syscall?, syscallNr?, action?, pid?, comm?, exe?, timeMs?} or
+ * {instance, suppressed}. Without a handler they are dropped; so is one that does not check.
+ */
+typedef void (*ctl_launcher_denial_cb)(struct ctl_launcher *l, json_t *denial, void *userdata);
+void ctl_launcher_set_denial_handler(struct ctl_launcher *l, ctl_launcher_denial_cb cb,
+				     void *userdata);
 /* Non-blocking: handle every message already readable. -ECONNRESET when launcherd went away. */
 int ctl_launcher_process(struct ctl_launcher *l);
 /* Blocking: wait for the exit of sandbox (queued reports first). */

@@ -223,11 +223,33 @@ int cli_cmd_wait(struct cli *cli, int argc, char **argv)
 	return sig > 0 ? 128 + sig : code;
 }
 
+/* cordon events --denials / ID: which events to print */
+struct event_filter {
+	bool denials;	/* only "denial" events */
+	const char *id; /* only events naming this process, sandbox or launcher sandbox */
+};
+
+static bool event_names(json_t *ev, const char *id)
+{
+	static const char *const keys[] = { "processId", "sandboxId", "instance" };
+
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+		if (streq_ptr(json_string_value(json_object_get(ev, keys[i])), id))
+			return true;
+	return false;
+}
+
 static void print_event(json_t *params, const char *method, void *userdata)
 {
+	const struct event_filter *f = userdata;
 	_cleanup_free_ char *s = NULL;
 
 	if (!streq(method, "event"))
+		return;
+	if (f && f->denials &&
+	    !streq_ptr(json_string_value(json_object_get(params, "type")), "denial"))
+		return;
+	if (f && f->id && !event_names(params, f->id))
 		return;
 	s = json_dumps(params, JSON_COMPACT);
 	if (s) {
@@ -239,9 +261,11 @@ static void print_event(json_t *params, const char *method, void *userdata)
 int cli_cmd_events(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = { { "follow", no_argument, NULL, 'f' },
+					      { "denials", no_argument, NULL, 'd' },
 					      { "help", no_argument, NULL, 'h' },
 					      {} };
 	_cleanup_json_ json_t *result = NULL, *error = NULL;
+	struct event_filter filter = { 0 };
 	bool follow = false;
 	json_t *e;
 	size_t i;
@@ -253,24 +277,35 @@ int cli_cmd_events(struct cli *cli, int argc, char **argv)
 		case 'f':
 			follow = true;
 			break;
+		case 'd':
+			filter.denials = true;
+			break;
 		case 'h':
-			printf("Usage: cordon events [--follow]\n\nPrint the event stream as JSON "
-			       "lines: recent events, then (with --follow) new ones as they happen.\n");
+			printf("Usage: cordon events [--follow] [--denials] [ID]\n\nPrint the event "
+			       "stream as JSON lines: recent events, then (with --follow) new ones as "
+			       "they happen. --denials: only refusals inside sandboxes (\"denial\" "
+			       "events); ID: only events of that process or sandbox.\n");
 			return CLI_EXIT_OK;
 		default:
 			return CLI_EXIT_USAGE;
 		}
 	}
+	if (optind < argc)
+		filter.id = argv[optind++];
+	if (optind < argc) {
+		fprintf(stderr, "cordon events: one ID at most\n");
+		return CLI_EXIT_USAGE;
+	}
 	if (cli_connect(cli) < 0)
 		return CLI_EXIT_UNAVAILABLE;
 	r = cli_call(cli, "events.subscribe", json_pack("{s:b}", "follow", follow), NULL, 0,
-		     &result, &error, print_event, NULL);
+		     &result, &error, print_event, &filter);
 	if (r == -EREMOTEIO)
 		return cli_report_error(error, "events");
 	if (r < 0)
 		return CLI_EXIT_UNAVAILABLE;
 	json_array_foreach(json_object_get(result, "events"), i, e)
-		print_event(e, "event", NULL);
+		print_event(e, "event", &filter);
 	if (!follow)
 		return CLI_EXIT_OK;
 	/* Follow: print notifications until the controller goes away or we are interrupted. */
@@ -291,7 +326,7 @@ int cli_cmd_events(struct cli *cli, int argc, char **argv)
 		close_many(fds, n_fds);
 		if (jsonrpc_classify(msg, &kind, &m, &id, &body, &fe) >= 0 &&
 		    kind == JSONRPC_KIND_NOTIFICATION)
-			print_event(body, m, NULL);
+			print_event(body, m, &filter);
 	}
 }
 

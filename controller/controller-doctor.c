@@ -119,5 +119,32 @@ int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, 
 		      "(systemd: Delegate=yes)");
 	}
 
+	/* Denials (docs/DENIALS.md): the launcher reads the kernel's audit records, which the
+	 * kernel emits only while its audit is on. */
+	{
+		json_t *dn = json_object_get(hello, "denials");
+		const char *audit = json_string_value(json_object_get(dn, "audit"));
+		const char *why = json_string_value(json_object_get(dn, "reason"));
+		bool reader = json_is_true(json_object_get(dn, "reader"));
+
+		if (reader)
+			(void)snprintf(detail, sizeof(detail),
+				       "the launcher reads the audit records; kernel audit %s%s",
+				       audit ? audit : "?",
+				       json_is_true(json_object_get(dn, "landlock"))
+					       ? ""
+					       : " (Landlock ABI < 7: seccomp refusals only)");
+		else
+			(void)snprintf(detail, sizeof(detail), "not reported: %s",
+				       why ? why : "the launcher does not read the audit records");
+		check(checks, "denials", reader && streq_ptr(audit, "on"), detail,
+		      !reader ? "use the system launcher (privileged, CAP_AUDIT_READ in its unit)"
+		      : streq_ptr(audit, "unknown")
+			      ? "the launcher learns the audit state from the first record it sees; "
+				"if audit is off: auditctl -e 1 -b 8192 -a task,never (docs/DENIALS.md)"
+			      : "turn the kernel's audit on: auditctl -e 1 -b 8192 -a task,never (with "
+				"the task,never rule system calls keep their speed): docs/DENIALS.md");
+	}
+
 	return client_reply(cl, id, json_pack("{s:o,s:O?}", "checks", checks, "launcher", hello));
 }

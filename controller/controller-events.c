@@ -64,6 +64,30 @@ static void rotate_if_needed(struct controller *c)
 	(void)open_log(c);
 }
 
+/* A denial names the launcher's sandbox ("instance"); the user knows the process: the one the
+ * latest spawn event of that instance named (while it is still in the ring). */
+static void denial_add_process(struct controller *c, json_t *ev)
+{
+	const char *inst = json_string_value(json_object_get(ev, "instance"));
+
+	if (!inst)
+		return;
+	for (size_t i = json_array_size(c->events_ring); i-- > 0;) {
+		json_t *e = json_array_get(c->events_ring, i);
+		json_t *pid = json_object_get(e, "processId"),
+		       *sb = json_object_get(e, "sandboxId");
+
+		if (!streq_ptr(json_string_value(json_object_get(e, "type")), "spawn") ||
+		    !streq_ptr(json_string_value(json_object_get(e, "instance")), inst))
+			continue;
+		if (json_is_string(pid))
+			(void)json_object_set(ev, "processId", pid);
+		if (json_is_string(sb))
+			(void)json_object_set(ev, "sandboxId", sb);
+		return;
+	}
+}
+
 void controller_event(struct controller *c, const char *type, json_t *fields)
 {
 	_cleanup_json_ json_t *ev = fields ? fields : json_object();
@@ -81,6 +105,8 @@ void controller_event(struct controller *c, const char *type, json_t *fields)
 		       tm.tm_sec, ts.tv_nsec / 1000L);
 	json_object_set_new(ev, "time", json_string(when));
 	json_object_set_new(ev, "type", json_string(type));
+	if (streq(type, "denial"))
+		denial_add_process(c, ev);
 
 	line = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
 	if (line && c->events_log_fd >= 0) {

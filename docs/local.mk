@@ -13,7 +13,8 @@ EXTRA_DIST += \
 	%reldir%/man/cordon-policy.5 \
 	%reldir%/man/cordon-launcherd.json.5 \
 	%reldir%/man/md2man.py \
-	%reldir%/ARCHITECTURE.md
+	%reldir%/ARCHITECTURE.md \
+	%reldir%/DENIALS.md
 
 update-man:
 	$(AM_V_GEN)python3 $(srcdir)/%reldir%/man/md2man.py --source 'cordon $(PACKAGE_VERSION)' \

@@ -28,6 +28,7 @@
 #include "common/util.h"
 #include "ipc/ipc-fdpass.h"
 #include "launcherd/launcherd-apply.h"
+#include "launcherd/launcherd-audit.h"
 #include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-mount.h"
 #include "launcherd/launcherd-net.h"
@@ -438,6 +439,9 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	launcherd_trace(ctx->id, "child");
 	close_launcherd_fds(ctx);
 	umask(022);
+	/* The sandbox's own audit session, for its denials (launcherd-audit.h); while launcherd
+	 * reads them only. Before anything changes our view of /proc. */
+	audit_child_session(ctx->uid);
 
 	/* userns-map: made by the clone, mapped now; or (userns_late) made and mapped after
 	 * session, through this /proc/self/ of the host's proc. */

@@ -44,6 +44,7 @@
 #include "ipc/ipc-frame.h"
 #include "ipc/ipc-json.h"
 #include "ipc/ipc-peer.h"
+#include "launcherd/launcherd-audit.h"
 #include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-plan.h"
 #include "launcherd/launcherd-trace.h"
@@ -255,7 +256,8 @@ static int launcher_answer_hello(struct conn *c, int64_t seq, json_t *msg, int *
 			  d->mode == LAUNCHERD_USER, "pidsLimit",
 			  d->cgroup.kind != CGROUP_NONE ? "cgroup" : "rlimit-nproc", "floor",
 			  floor_to_json(&d->floor), "unenforceable", unenforceable);
-	if (!reply)
+	if (!reply ||
+	    json_object_set_new(reply, "denials", audit_hello(d->mode == LAUNCHERD_PRIVILEGED)) < 0)
 		return -ENOMEM;
 	r = conn_send(c, reply, NULL, 0);
 	if (r < 0)
@@ -760,6 +762,7 @@ void conn_close(struct conn *c)
 			break;
 		}
 	sandbox_detach_conn(d, c);
+	audit_conn_closed(c); /* no denial is sent to it any more */
 	event_source_free(c->src);
 	event_source_free(c->wsrc);
 	safe_close(c->rfd);

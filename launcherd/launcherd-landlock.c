@@ -58,6 +58,8 @@ static const struct {
 	{ "ioctl-dev", LANDLOCK_ACCESS_FS_IOCTL_DEV, 5 },
 };
 
+unsigned landlock_restrict_flags;
+
 uint64_t landlock_access_from_name(const char *name)
 {
 	for (size_t i = 0; i < ELEMENTSOF(fs_rights); i++)
@@ -265,7 +267,7 @@ int landlock_apply(const struct plan *plan, int abi, int *ret_index)
 
 	if (r < 0 || ruleset < 0)
 		return r;
-	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
+	if (syscall(SYS_landlock_restrict_self, ruleset, landlock_restrict_flags) < 0)
 		return -errno;
 	return 0;
 }

@@ -39,6 +39,10 @@
 /* The highest ABI this code knows; newer kernels are used at this level. */
 #define LANDLOCK_ABI_KNOWN 7
 
+/* landlock_restrict_self() flags for every sandbox, set once at start (launcherd-audit.c: log
+ * denials after exec while its reader runs), else 0. */
+extern unsigned landlock_restrict_flags;
+
 /* Map an access name from the plan ("read-file") to its bit; 0 for an unknown name. */
 uint64_t landlock_access_from_name(const char *name);
 /* Lowest ABI that knows a filesystem right (1 for the original thirteen). */

@@ -35,6 +35,7 @@
 #include "common/system.h"
 #include "common/util.h"
 #include "launcherd/launcherd-apply.h"
+#include "launcherd/launcherd-audit.h"
 #include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-mount.h"
 #include "launcherd/launcherd-mountinfo.h"
@@ -51,7 +52,8 @@
 static const cap_value_t needed_caps[] = {
 	CAP_SYS_ADMIN, CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_NET_ADMIN, CAP_KILL,
 };
-static const cap_value_t optional_caps[] = { CAP_SYS_RESOURCE, CAP_SYS_CHROOT, CAP_CHOWN };
+static const cap_value_t optional_caps[] = { CAP_SYS_RESOURCE, CAP_SYS_CHROOT, CAP_CHOWN,
+					     CAP_AUDIT_READ };
 
 static struct launcherd daemon_state;
 
@@ -466,6 +468,11 @@ int main(int argc, char **argv)
 	d->suid_dumpable_fd = -1;
 	if (d->mode == LAUNCHERD_PRIVILEGED) {
 		refuse_suid_dumpable_debug(d);
+		/* Denials (launcherd-audit.h): CAP_AUDIT_READ joins the audit group. */
+		r = audit_open();
+		if (r < 0)
+			log_info("denials off: cannot read the kernel's audit records (%s)",
+				 strerror(-r));
 		restrict_own_capabilities();
 		d->bset_empty = bounding_set_empty();
 	} else {
@@ -548,6 +555,8 @@ int main(int argc, char **argv)
 		if (r < 0)
 			die("cannot watch the socket: %s", strerror(-r));
 	}
+	if (d->mode == LAUNCHERD_PRIVILEGED && audit_start(d) < 0)
+		audit_stop();
 	log_info("%s mode, Landlock ABI %d, cgroup %s, %s%s",
 		 d->mode == LAUNCHERD_PRIVILEGED ? "privileged" : "user", d->landlock_abi,
 		 cgroup_kind_to_string(d->cgroup.kind), d->single ? "fd " : "",
@@ -556,6 +565,7 @@ int main(int argc, char **argv)
 			     : socket_path);
 
 	r = event_loop_run(d->loop);
+	audit_stop();
 	conn_receivers_release(d);
 	netns_pool_stop(&d->netns_pool);
 	mount_table_free(d->mounts);

@@ -37,6 +37,7 @@
 #include "common/util.h"
 #include "ipc/ipc-fdpass.h"
 #include "launcherd/launcherd-apply.h"
+#include "launcherd/launcherd-audit.h"
 #include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-light.h"
 #include "launcherd/launcherd-mount.h"
@@ -132,6 +133,7 @@ static void sandbox_free(struct sandbox *s)
 {
 	struct launcherd *d = s->d;
 
+	audit_sandbox_ended(s->id);
 	for (struct sandbox **p = &d->sandboxes; *p; p = &(*p)->next)
 		if (*p == s) {
 			*p = s->next;
@@ -203,6 +205,7 @@ static void send_spawned(struct sandbox *s)
 	int fds[2] = { s->pidfd, -1 };
 	size_t n_fds = 1;
 
+	audit_sandbox_exec(s->id); /* its audit session is set by now */
 	if (!s->conn)
 		return;
 	if (s->proxy_sock >= 0) {
@@ -522,6 +525,8 @@ static int light_config(const struct seccomp_program *floor, const struct seccom
 		.magic = SANDBOX_INIT_MAGIC,
 		.n_floor = (uint32_t)floor->len,
 		.n_plan = filter ? (uint32_t)filter->len : 0,
+		.landlock_flags = (uint16_t)audit_landlock_flags(),
+		.seccomp_flags = (uint16_t)audit_seccomp_flags(),
 	};
 	struct iovec iov[] = {
 		{ &cfg, sizeof(cfg) },
@@ -733,6 +738,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	s->proxy_sock = TAKE_FD(proxy_sv[0]);
 	s->start_usec = now_usec();
 	(void)fd_set_nonblock(s->status_fd, true);
+	audit_sandbox_started(s->id, s->pid, s->uid, s->conn); /* its denials: its requester's */
 
 	/* The cgroup, made while the child builds its mount tree: limits set, the child moved in,
 	 * then let go on (it waits for that before anything in it can fork). A child that failed

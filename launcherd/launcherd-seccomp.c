@@ -284,11 +284,13 @@ int seccomp_program_read(int fd, struct seccomp_program *ret)
 	return 0;
 }
 
+unsigned seccomp_load_flags;
+
 int seccomp_program_load(const struct seccomp_program *p)
 {
 	struct sock_fprog prog = { .len = (unsigned short)p->len, .filter = p->insns };
 
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, seccomp_load_flags, &prog) < 0)
 		return -errno;
 	return 0;
 }

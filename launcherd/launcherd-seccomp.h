@@ -35,6 +35,10 @@ int seccomp_floor_compile(bool kill, bool unix_only, struct seccomp_program *ret
  */
 int seccomp_program_read(int fd, struct seccomp_program *ret);
 
+/* seccomp() flags for every sandbox's filters, set once at start (launcherd-audit.c:
+ * SECCOMP_FILTER_FLAG_LOG while its reader runs), else 0. */
+extern unsigned seccomp_load_flags;
+
 /* Child side: install the program (no-new-privs must already be set). */
 int seccomp_program_load(const struct seccomp_program *p);
 

@@ -19,6 +19,8 @@ cordon_launcherd_SOURCES = \
 	%reldir%/launcherd-trace.c %reldir%/launcherd-trace.h \
 	%reldir%/launcherd-light.c %reldir%/launcherd-light.h \
 	%reldir%/launcherd-mountinfo.c %reldir%/launcherd-mountinfo.h \
+	%reldir%/launcherd-audit.c %reldir%/launcherd-audit.h \
+	%reldir%/launcherd-audit-record.c %reldir%/launcherd-audit-record.h \
 	%reldir%/sandbox-init.h
 nodist_cordon_launcherd_SOURCES = %reldir%/sandbox-init-blob.h
 cordon_launcherd_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCAP_CFLAGS) \

@@ -337,7 +337,7 @@ _noreturn_ void init_main(long *sp)
 
 	/* landlock: the ruleset the child built (it opened the rule paths, as the user). */
 	if (sc2(__NR_fcntl, SANDBOX_INIT_FD_RULESET, F_GETFD) >= 0) {
-		r = sc2(__NR_landlock_restrict_self, SANDBOX_INIT_FD_RULESET, 0);
+		r = sc2(__NR_landlock_restrict_self, SANDBOX_INIT_FD_RULESET, cfg.landlock_flags);
 		if (r < 0)
 			fail(STEP_LANDLOCK, r, -1);
 		(void)sc1(__NR_close, SANDBOX_INIT_FD_RULESET);
@@ -350,10 +350,11 @@ _noreturn_ void init_main(long *sp)
 		struct sock_fprog plan = { .len = (unsigned short)cfg.n_plan,
 					   .filter = insns + cfg.n_floor };
 
-		r = sc3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &floor);
+		r = sc3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, cfg.seccomp_flags, &floor);
 		if (r < 0)
 			fail(STEP_SECCOMP, r, -1);
-		if (cfg.n_plan && (r = sc3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &plan)) < 0)
+		if (cfg.n_plan &&
+		    (r = sc3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, cfg.seccomp_flags, &plan)) < 0)
 			fail(STEP_SECCOMP, r, 0);
 	}
 	trace("seccomp");

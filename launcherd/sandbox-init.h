@@ -29,7 +29,10 @@ struct sandbox_init_config {
 	uint32_t magic;
 	uint32_t n_floor; /* launcherd's floor filter, loaded first */
 	uint32_t n_plan;  /* the plan's own filter, 0 for none */
-	uint32_t reserved;
+	/* landlock_restrict_self() and seccomp() flags: launcherd's denial reader asks for the
+	 * refusals to be logged (launcherd-audit.h), else 0 */
+	uint16_t landlock_flags;
+	uint16_t seccomp_flags;
 	char id[24]; /* the sandbox id, NUL-terminated, for trace lines */
 };
 

@@ -66,6 +66,14 @@ tests_unit_test_launcherd_mountinfo_CFLAGS = $(TEST_UNIT_CFLAGS)
 tests_unit_test_launcherd_mountinfo_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=malloc \
 	-Wl,--wrap=calloc -Wl,--wrap=realloc -Wl,--wrap=reallocarray -Wl,--wrap=pread
 
+## The audit record parser of launcherd's denial reader (launcherd/launcherd-audit-record.c).
+check_PROGRAMS += tests/unit/test-launcherd-audit
+TESTS += tests/unit/test-launcherd-audit
+tests_unit_test_launcherd_audit_SOURCES = %reldir%/unit/test-launcherd-audit.c \
+	launcherd/launcherd-audit-record.c launcherd/launcherd-audit-record.h
+tests_unit_test_launcherd_audit_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_launcherd_audit_CFLAGS = $(TEST_UNIT_CFLAGS)
+
 ## Fuzz targets: each defines LLVMFuzzerTestOneInput. In make check, fuzz-main.c replays the
 ## corpus under tests/fuzz/corpus/<target>/ as TAP; with --enable-fuzzing, libFuzzer campaigns
 ## (make fuzz-campaigns). The policy, proxy-request and backend-descriptor targets are built by
@@ -74,7 +82,8 @@ fuzz_targets = \
 	tests/fuzz/fuzz-ipc-frame \
 	tests/fuzz/fuzz-jsonrpc \
 	tests/fuzz/fuzz-launcherd-plan \
-	tests/fuzz/fuzz-launcherd-floor
+	tests/fuzz/fuzz-launcherd-floor \
+	tests/fuzz/fuzz-launcherd-audit
 check_PROGRAMS += $(fuzz_targets)
 TESTS += $(fuzz_targets)
 FUZZ_REPLAY_LDADD = libtap.a libipc.a libcommon.a $(JANSSON_LIBS)
@@ -102,6 +111,11 @@ tests_fuzz_fuzz_launcherd_plan_CFLAGS = $(TEST_UNIT_CFLAGS)
 tests_fuzz_fuzz_launcherd_floor_SOURCES = $(FUZZ_LAUNCHERD_FLOOR_SRC) %reldir%/fuzz/fuzz-main.c
 tests_fuzz_fuzz_launcherd_floor_LDADD = $(FUZZ_REPLAY_LDADD)
 tests_fuzz_fuzz_launcherd_floor_CFLAGS = $(TEST_UNIT_CFLAGS)
+FUZZ_LAUNCHERD_AUDIT_SRC = %reldir%/fuzz/fuzz-launcherd-audit.c \
+	launcherd/launcherd-audit-record.c launcherd/launcherd-audit-record.h
+tests_fuzz_fuzz_launcherd_audit_SOURCES = $(FUZZ_LAUNCHERD_AUDIT_SRC) %reldir%/fuzz/fuzz-main.c
+tests_fuzz_fuzz_launcherd_audit_LDADD = $(FUZZ_REPLAY_LDADD)
+tests_fuzz_fuzz_launcherd_audit_CFLAGS = $(TEST_UNIT_CFLAGS)
 
 if ENABLE_FUZZING
 ## libFuzzer + ASan builds of every fuzz target (fuzz-<target>-libfuzzer at the top of the build
@@ -110,11 +124,13 @@ if ENABLE_FUZZING
 ## and fails if any campaign found something. FUZZ_CAMPAIGNS picks targets, FUZZ_FLAGS adds
 ## libFuzzer options: make fuzz-campaigns FUZZ_CAMPAIGNS=launcherd-plan FUZZ_SECONDS=60
 noinst_PROGRAMS += fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer \
-	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer
+	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer \
+	fuzz-launcherd-audit-libfuzzer
 ## Every libFuzzer program, including those the other local.mk files define.
 FUZZ_CAMPAIGN_BINARIES = fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer fuzz-tar-libfuzzer \
 	fuzz-policy-libfuzzer fuzz-proxy-request-libfuzzer fuzz-backend-descriptor-libfuzzer \
-	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer
+	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer \
+	fuzz-launcherd-audit-libfuzzer
 FUZZ_CAMPAIGN_CF = $(TEST_UNIT_CFLAGS) -fsanitize=fuzzer,address
 FUZZ_CAMPAIGN_LD = -fsanitize=fuzzer,address
 fuzz_ipc_frame_libfuzzer_SOURCES = %reldir%/fuzz/fuzz-ipc-frame.c
@@ -133,11 +149,15 @@ fuzz_launcherd_floor_libfuzzer_SOURCES = $(FUZZ_LAUNCHERD_FLOOR_SRC)
 fuzz_launcherd_floor_libfuzzer_CFLAGS = $(FUZZ_CAMPAIGN_CF)
 fuzz_launcherd_floor_libfuzzer_LDFLAGS = $(FUZZ_CAMPAIGN_LD)
 fuzz_launcherd_floor_libfuzzer_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
+fuzz_launcherd_audit_libfuzzer_SOURCES = $(FUZZ_LAUNCHERD_AUDIT_SRC)
+fuzz_launcherd_audit_libfuzzer_CFLAGS = $(FUZZ_CAMPAIGN_CF)
+fuzz_launcherd_audit_libfuzzer_LDFLAGS = $(FUZZ_CAMPAIGN_LD)
+fuzz_launcherd_audit_libfuzzer_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
 
 FUZZ_SECONDS = 600
 FUZZ_FLAGS =
 FUZZ_CAMPAIGNS = ipc-frame jsonrpc policy proxy-request backend-descriptor launcherd-plan \
-	launcherd-floor
+	launcherd-floor launcherd-audit
 fuzz-campaigns: $(FUZZ_CAMPAIGN_BINARIES)
 	@failed=; for t in $(FUZZ_CAMPAIGNS); do \
 	  d=fuzz-campaigns/$$t; \

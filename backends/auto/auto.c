@@ -121,6 +121,17 @@ static void on_exit_report(struct ctl_launcher *l, const struct ctl_launcher_exi
 		bi->host->exited(bi->host, bi, e->sandbox, j);
 }
 
+/* A refusal in one of our sandboxes (docs/DENIALS.md): an event of the user's stream, naming
+ * the sandbox as the spawn event did ("instance"). launcherd sends a sandbox's denials to its
+ * requester alone; they may trail its exit report. */
+static void on_denial(struct ctl_launcher *l, json_t *denial, void *ud)
+{
+	struct auto_link *k = ud;
+
+	(void)l;
+	k->host->event(k->host, "denial", denial);
+}
+
 static void link_unref(struct auto_link *k)
 {
 	if (!k || --k->users > 0)
@@ -419,6 +430,7 @@ static int link_get(struct backend_instance *bi, struct auto_link **ret, char *m
 		return r;
 	}
 	ctl_launcher_set_exit_handler(k->l, on_exit_report, k);
+	ctl_launcher_set_denial_handler(k->l, on_denial, k);
 	r = event_add_io(bi->host->loop, ctl_launcher_fd(k->l), EPOLLIN, on_launcher, k, &k->src);
 	if (r >= 0 && ctl_launcher_pidfd(k->l, NULL) >= 0)
 		r = event_add_io(bi->host->loop, ctl_launcher_pidfd(k->l, NULL), EPOLLIN,

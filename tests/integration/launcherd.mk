@@ -23,7 +23,8 @@ launcherd_integration_tests = \
 	tests/integration/launcherd-netnone.sh \
 	tests/integration/launcherd-fdscreen.sh \
 	tests/integration/launcherd-light.sh \
-	tests/integration/launcherd-cgroup2.sh
+	tests/integration/launcherd-cgroup2.sh \
+	tests/integration/denials.sh
 TESTS += $(launcherd_integration_tests)
 EXTRA_DIST += $(launcherd_integration_tests) tests/integration/launcherd-lib.sh \
-	tests/helpers/stallfs.py
+	tests/helpers/stallfs.py tests/integration/denials.py

@@ -1,0 +1,195 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Denials (docs/DENIALS.md): a refusal inside a sandbox becomes a "denial" message from a
+# privileged launcherd, and a "denial" event in the owner's event stream. Landlock refusals (a
+# file read, a write, a TCP connect) and the seccomp floor's (unshare -U) each give exactly one,
+# naming what was attempted; allowed operations and refusals of the mount layout (EROFS) give
+# none; a burst is rate-limited to a count; another user never sees them. The kernel's audit is
+# turned on for the test and restored at exit. CORDON_MUST_WORK=1: a missing kernel feature
+# fails instead of skipping.
+. "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
+ld_require_root
+DP="python3 $S/tests/integration/denials.py"
+command -v python3 >/dev/null 2>&1 || skip_all "no python3"
+command -v jq >/dev/null 2>&1 || skip_all "no jq"
+audit_was=$($DP --audit 2>/dev/null) || skip_all "the kernel has no audit (CONFIG_AUDIT)"
+# Restore the kernel's audit as it was (enabled, backlog limit), then the usual clean-up.
+trap '$DP --audit ${audit_was% *} >/dev/null 2>&1; dn_cleanup_controllers; ld_cleanup' EXIT
+dn_cleanup_controllers() {
+	for lock in "$T"/xdg-*/run/cordon/controller.sock.lock; do
+		[ -s "$lock" ] || continue
+		pid=$(head -n1 "$lock")
+		kill "$pid" 2>/dev/null
+	done
+}
+# On, with room for a burst (docs/DENIALS.md: the default backlog of 64 drops records).
+$DP --audit 1 8192 >/dev/null || skip_all "cannot turn the kernel's audit on"
+ld_start
+abi=$("$LP" --socket "$T/ld.sock" --hello 2>&1 | jq -r .landlockAbi 2>/dev/null)
+[ "${abi:-0}" -ge 7 ] 2>/dev/null || skip_all "Landlock ABI ${abi:-?} < 7: no Landlock audit"
+plan 26
+
+hello=$("$LP" --socket "$T/ld.sock" --hello 2>&1)
+# (The kernel's audit state is "unknown" to launcherd until a record shows it on.)
+check "hello: a privileged launcherd reads the denials ($(echo "$hello" | jq -c .denials))" \
+	test "$(echo "$hello" | jq -r '.denials.reader, .denials.landlock' | tr '\n' ' ')" = "true true " -a \
+	"$(echo "$hello" | jq -r '.denials.audit | test("^(on|unknown)$")')" = true
+"$LP" --user-mode "$LAUNCHERD" --floor "$T/floor.json" --hello --result "$T/uhello.json" 2>>"$T/client.log"
+uhello=$(cat "$T/uhello.json")
+check "hello: a user-mode launcherd says denials are unavailable and why ($(echo "$uhello" | jq -r .denials.reason))" \
+	test "$(echo "$uhello" | jq -r '.denials.reader')" = false -a -n "$(echo "$uhello" | jq -r '.denials.reason // empty')"
+# launcherd follows the kernel's audit state (its configuration-change records).
+$DP --audit 0 8192 >/dev/null
+sleep 0.3
+h0=$("$LP" --socket "$T/ld.sock" --hello 2>&1 | jq -r .denials.audit)
+$DP --audit 1 8192 >/dev/null
+sleep 0.3
+h1=$("$LP" --socket "$T/ld.sock" --hello 2>&1 | jq -r .denials.audit)
+check "hello follows the kernel's audit as it is turned off ($h0) and on again ($h1: the first record says so)" \
+	test "$h0/$h1" = off/on
+
+mkdir -p "$T/work" && chmod 0777 "$T/work"
+printf 'data\n' >"$T/work/f" && chmod 0666 "$T/work/f"
+# dn_plan FILE COMMAND: a plan whose Landlock refuses what its mounts allow: /probe may be
+# listed but not read, /work is mounted read-write but may only be read, TCP connect to no
+# port; network loopback (sockets allowed, so the refusal is Landlock's).
+dn_plan() {
+	jq -n --arg cmd "$2" '{argv: ["/bin/sh", "-c", $cmd],
+	 envp: ["PATH=/usr/bin:/bin", "HOME=/tmp"], cwd: "/",
+	 stdio: {stdin: 0, stdout: 1, stderr: 2},
+	 mounts: [{type: "bind", source: 3, target: "/usr"},
+	  {type: "symlink", target: "/bin", link: "usr/bin"},
+	  {type: "symlink", target: "/lib", link: "usr/lib"},
+	  {type: "symlink", target: "/lib64", link: "usr/lib64"},
+	  {type: "bind", source: 4, target: "/probe"},
+	  {type: "bind", source: 5, target: "/work", readOnly: false},
+	  {type: "tmpfs", target: "/tmp"}, {type: "proc", target: "/proc"},
+	  {type: "dev", target: "/dev"}],
+	 landlock: {required: true, fs: [
+	  {path: "/", access: ["read-dir"]},
+	  {path: "/usr", access: ["execute", "read-file", "read-dir"]},
+	  {path: "/probe", access: ["read-dir"]},
+	  {path: "/work", access: ["read-file", "read-dir"]},
+	  {path: "/tmp", access: ["read-file", "read-dir", "write-file", "make-reg", "remove-file"]},
+	  {path: "/dev", access: ["read-file", "write-file", "read-dir", "ioctl-dev"]},
+	  {path: "/proc", access: ["read-file", "read-dir"]}],
+	  net: {bindTcp: [], connectTcp: []}, scope: ["abstract-unix-socket", "signal"]},
+	 network: "loopback", dieWithRequester: true}' >"$1"
+}
+# dn_run [--user U] OUT COMMAND [LINGER]: run COMMAND in such a sandbox; OUT gets the denials,
+# then the exit, one JSON line each.
+dn_run() {
+	who=
+	if [ "$1" = --user ]; then who=$2; shift 2; fi
+	dn_plan "$T/dn-$$.json" "$2"
+	chmod 0644 "$T/dn-$$.json"
+	set -- "$1" "$T/dn-$$.json" "${3:-0.5}"
+	if [ -n "$who" ]; then
+		as_user "$who" $DP "$T/ld.sock" "$2" --fd 3=/usr --fd 4="$HELPERS" --fd 5="$T/work" \
+			--linger "$3" >"$1" 2>>"$T/client.log"
+	else
+		$DP "$T/ld.sock" "$2" --fd 3=/usr --fd 4="$HELPERS" --fd 5="$T/work" \
+			--linger "$3" >"$1" 2>>"$T/client.log"
+	fi
+}
+denials() { grep -c '"type": "denial"' "$1"; }
+# one OUT JQ-FILTER: exactly one denial, and it matches the filter.
+one() {
+	[ "$(denials "$1")" = 1 ] && grep '"type": "denial"' "$1" | jq -e "$2" >/dev/null
+}
+show() { tr '\n' ' ' <"$1" | cut -c1-400; }
+
+# Positive control: the same operations without the refusals succeed on the host.
+check "control: the probe binary is readable and /work/f writable on the host" \
+	sh -c "cat '$HELPERS/probe' >/dev/null && test -w '$T/work/f'"
+
+dn_run "$T/read.out" "cat /probe/probe >/dev/null"
+check "a denied file read: one denial, landlock read-file of /probe/probe ($(show "$T/read.out"))" \
+	one "$T/read.out" '.layer == "landlock" and .kind == "fs" and .access == ["read-file"] and .path == "/probe/probe"'
+dn_run "$T/write.out" "echo x >> /work/f"
+check "a denied write: one denial, landlock write-file of /work/f ($(show "$T/write.out"))" \
+	one "$T/write.out" '.layer == "landlock" and .access == ["write-file"] and .path == "/work/f"'
+dn_run "$T/create.out" "echo x > /work/new"
+check "a denied creation: one denial, landlock make-reg in /work ($(show "$T/create.out"))" \
+	one "$T/create.out" '.access == ["make-reg"] and .path == "/work"'
+dn_run "$T/connect.out" "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 9))' 2>&1 | tail -n 1"
+check "a denied TCP connect: one denial, landlock connect-tcp to port 9 ($(show "$T/connect.out"))" \
+	one "$T/connect.out" '.layer == "landlock" and .kind == "net" and .access == ["connect-tcp"] and .port == 9 and .address == "127.0.0.1"'
+check "  the command saw EACCES (PermissionError)" grep -q PermissionError "$T/connect.out"
+dn_run "$T/unshare.out" "unshare -U true"
+check "a floor syscall: one denial, seccomp unshare, errno ($(show "$T/unshare.out"))" \
+	one "$T/unshare.out" '.layer == "seccomp" and .syscall == "unshare" and .action == "errno" and .comm == "unshare"'
+dn_run "$T/packet.out" "python3 -c 'import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)' 2>&1 | tail -n 1"
+# (The record does not carry the family: docs/DENIALS.md, Limits.)
+check "a socket family the floor refuses (AF_PACKET): one denial, seccomp socket ($(show "$T/packet.out"))" \
+	one "$T/packet.out" '.layer == "seccomp" and .syscall == "socket" and .action == "errno"'
+sb=$(jq -r 'select(.type == "exit") | .sandbox' "$T/unshare.out")
+check "  the denial names the sandbox the exit report names ($sb)" \
+	test -n "$sb" -a "$(jq -r 'select(.type == "denial") | .sandbox' "$T/unshare.out")" = "$sb"
+
+dn_run "$T/allowed.out" "cat /usr/bin/true >/dev/null && ls /probe >/dev/null && cat /work/f >/dev/null && echo ok >/tmp/x && cat /tmp/x >&2 && python3 -c 'import socket; socket.socket()'"
+check "allowed operations: no denial, exit 0 ($(show "$T/allowed.out"))" \
+	sh -c "[ \"\$(grep -c '\"type\": \"denial\"' '$T/allowed.out')\" = 0 ] && jq -e 'select(.type == \"exit\") | .exitCode == 0' '$T/allowed.out' >/dev/null"
+dn_run "$T/threads.out" "python3 -c 'import threading; t = threading.Thread(target=print); t.start(); t.join()'"
+check "a thread (clone3, answered ENOSYS by the floor for libc to fall back): no denial ($(show "$T/threads.out"))" \
+	test "$(denials "$T/threads.out")" = 0
+dn_run "$T/erofs.out" "echo x > /usr/x; ls /nonexistent"
+check "refusals of the mount layout (EROFS, a path not there) never reach Landlock: no denial ($(show "$T/erofs.out"))" \
+	test "$(denials "$T/erofs.out")" = 0
+
+# A burst: at most 10 a second, then one record with the count of the rest.
+dn_run "$T/burst.out" 'for i in $(seq 50); do cat /probe/probe 2>/dev/null; done' 1.6
+n=$(jq -r 'select(.type == "denial" and .layer) | .sandbox' "$T/burst.out" | wc -l)
+sup=$(jq -r 'select(.type == "denial" and .suppressed) | .suppressed' "$T/burst.out" | awk '{ s += $1 } END { print s + 0 }')
+check "a burst of 50 is rate-limited: $n reported, $sup counted" test "$n" -le 10 -a "$n" -ge 1
+check "  and every one is accounted for ($n + $sup = 50)" test $((n + sup)) = 50
+check "  the count is one record, not a flood ($(grep -c suppressed "$T/burst.out"))" \
+	test "$(grep -c suppressed "$T/burst.out")" = 1
+
+# Another user's sandbox at the same time: each requester sees its own denials only.
+dn_run --user $TEST_USER1 "$T/u1.out" "sleep 1; cat /probe/launch-plan >/dev/null; unshare -U true" 0.8 &
+u1=$!
+sleep 0.3
+dn_run "$T/root2.out" "cat /probe/probe >/dev/null; unshare -U true; cat /probe/probe >/dev/null; sleep 1.5" 0.5
+wait $u1
+check "$TEST_USER1 sees its own two denials ($(show "$T/u1.out"))" \
+	sh -c "[ \"\$(grep -c '\"type\": \"denial\"' '$T/u1.out')\" = 2 ] && grep -q '/probe/launch-plan' '$T/u1.out' && grep -q '\"syscall\": \"unshare\"' '$T/u1.out'"
+check "  and none of root's (no /probe/probe, no root sandbox id)" \
+	sh -c "! grep -q '\"/probe/probe\"' '$T/u1.out' && ! grep -qF \"\$(jq -r 'select(.type == \"exit\") | .sandbox' '$T/root2.out')\" '$T/u1.out'"
+check "root sees its own three, none of $TEST_USER1's ($(show "$T/root2.out"))" \
+	sh -c "[ \"\$(grep -c '\"type\": \"denial\"' '$T/root2.out')\" = 3 ] && ! grep -q launch-plan '$T/root2.out'"
+
+# Through the controller: `cordon events --denials` of each user, both on this launcherd.
+Babs=$(cd "$B" && pwd)
+CORDON="$Babs/cordon"
+cli() { # cli USER COMMAND...: cordon as USER with a controller of its own on this launcherd
+	d="$T/xdg-$1"
+	mkdir -p "$d/run" "$d/state" "$d/ws"
+	chown -R "$1" "$d" && chmod 0700 "$d/run"
+	u=$1
+	shift
+	setpriv --reuid="$u" --regid="$u" --clear-groups --reset-env -- env -C "$d/ws" \
+		PATH=/usr/bin:/bin HOME="$d" XDG_RUNTIME_DIR="$d/run" XDG_STATE_HOME="$d/state" \
+		CORDON_CONTROLLER="$Babs/cordon-controller" CORDON_LAUNCHERD="$Babs/cordon-launcherd" \
+		CORDON_LAUNCHERD_SOCKET="$T/ld.sock" "$CORDON" "$@"
+}
+cli root run -- sh -c 'unshare -U true; true' >"$T/cli-root.run" 2>&1
+cli $TEST_USER1 run -- sh -c 'unshare -U true; unshare -U true; true' >"$T/cli-u1.run" 2>&1
+sleep 1
+cli root events --denials >"$T/cli-root.ev" 2>&1
+cli $TEST_USER1 events --denials >"$T/cli-u1.ev" 2>&1
+check "cordon events --denials: root's one denial, naming the process ($(show "$T/cli-root.ev"))" \
+	sh -c "[ \"\$(wc -l <'$T/cli-root.ev')\" = 1 ] && jq -e '.type == \"denial\" and .syscall == \"unshare\" and .processId == \"p1\" and (.instance | startswith(\"sb-\"))' '$T/cli-root.ev' >/dev/null"
+check "  $TEST_USER1's: its own two, none of root's ($(show "$T/cli-u1.ev"))" \
+	sh -c "[ \"\$(wc -l <'$T/cli-u1.ev')\" = 2 ] && ! grep -qF \"\$(jq -r .instance '$T/cli-root.ev')\" '$T/cli-u1.ev'"
+cli root events --denials p2 >"$T/cli-root-p2.ev" 2>&1
+check "cordon events --denials ID: only that process's (none for p2)" test ! -s "$T/cli-root-p2.ev"
+cli root events >"$T/cli-root-all.ev" 2>&1
+check "cordon events (no filter) shows the spawn, the exit and the denial" \
+	sh -c "grep -q '\"type\":\"spawn\"' '$T/cli-root-all.ev' && grep -q '\"type\":\"exit\"' '$T/cli-root-all.ev' && grep -q '\"type\":\"denial\"' '$T/cli-root-all.ev'"
+cli root doctor >"$T/doctor.out" 2>&1
+check "cordon doctor: denials ok, kernel audit on ($(grep denials "$T/doctor.out"))" \
+	grep -q '^ok   denials .*kernel audit on' "$T/doctor.out"
+
+[ "$_tap_failed" = 0 ] || tail -n 20 "$T/launcherd.log" | sed 's/^/# /'
+tap_done
