@@ -1,5 +1,5 @@
-## backends/vm/: builtin:vm, a QEMU micro-VM per spawn. vm.c (the host side) joins
-## libbackend.a; the guest agent is a static program the initramfs runs as PID 1
+## backends/vm/: builtin:vm, a QEMU micro-VM per lease and per one-shot command. vm.c (the host
+## side) joins libbackend.a; the guest agent is a static program the initramfs runs as PID 1
 ## (backends/vm/mkinitramfs.sh packs it with busybox and the kernel's virtio and 9p modules,
 ## which backends/vm/fetch-kernel.sh fetches).
 libbackend_a_SOURCES += \

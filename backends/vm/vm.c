@@ -1,23 +1,32 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * builtin:vm — every spawn boots a QEMU micro-VM (-M microvm, no NIC, -sandbox on) whose PID 1
- * is the guest agent (guest/agent.c) and runs the command there. Only ever selected by an
- * explicit activation (never by auto, never as a fallback).
+ * builtin:vm — commands run in QEMU micro-VMs (-M microvm, no NIC, -sandbox on) whose PID 1 is
+ * the guest agent (guest/agent.c). A lease (acquire) boots one VM that runs all of the lease's
+ * processes, at once, until release; a one-shot spawn boots a VM of its own, gone before its
+ * exit is reported. Only ever selected by an explicit activation (never by auto, never as a
+ * fallback).
  *
- * Each spawn forks a relay process (the sandbox's pid as the core sees it) that starts QEMU
- * with one end of a socketpair as the virtio-serial port "agent", waits for READY within the
- * boot deadline, sends INIT (wall clock, entropy, workspace) and EXEC, then moves the command's
- * stdin, stdout and stderr between the plan's fds and the agent's frames (vm-proto.h), forwards
- * signals it receives, enforces the plan's timeoutMs, and on EXIT kills QEMU by pid (it also
- * dies with the relay: PR_SET_PDEATHSIG) and reports on a status pipe: "ready" once the command
- * runs, then "exit CODE SIGNAL", "timeout" or "error MESSAGE". The relay runs between fork and
- * exit in a possibly threaded process, so it only makes system calls on buffers built before
- * the fork.
+ * Each VM has a keeper: a process forked from the controller that starts QEMU with one end of a
+ * socketpair as the virtio-serial port "agent", waits for READY within the boot deadline, sends
+ * INIT (wall clock, entropy, workspace), and then multiplexes the VM's commands over the port
+ * (vm-proto.h): each EXEC comes from the controller over the keeper's control socket with the
+ * command's stdin, stdout and stderr attached (SCM_RIGHTS); the keeper moves their bytes to and
+ * from the agent's frames and forwards signals and exits. The keeper runs between fork and exit
+ * in a possibly threaded process, so it only makes system calls, on static buffers or ones built
+ * before the fork. QEMU dies with it (PR_SET_PDEATHSIG); on release the keeper kills QEMU by pid
+ * and reaps it before it exits. A VM that dies on its own ends its commands (reason
+ * launcher-lost), and a lease whose VM died is lost: a backend-lease-lost event, and its later
+ * spawns fail saying why.
+ *
+ * Timeouts and kills are the controller's: a SIGNAL to the guest (SIGKILL for a timeout), the
+ * reason from what was asked.
  *
  * The workspace is shared over virtio-9p at its host path ("direct": the plan's cwd holds
- * unchanged), exported read-only when the policy says so. QEMU runs as the controller's user.
- * The accelerator is TCG (tsc_early_khz from the host, since PIT calibration hangs under TCG),
- * or KVM where kvm_intel or kvm_amd is loaded and /dev/kvm opens.
+ * unchanged), exported read-only when the policy says so; a lease's access is fixed at acquire,
+ * and a read-only command in a read-write lease gets a read-only bind of its own in the guest.
+ * QEMU runs as the controller's user. The accelerator is TCG (tsc_early_khz from the host,
+ * since PIT calibration hangs under TCG), or KVM where kvm_intel or kvm_amd is loaded and
+ * /dev/kvm opens.
  */
 #include "config.h"
 
@@ -28,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -54,25 +64,71 @@
 
 #define VM_BOOT_TIMEOUT_MS 60000
 
-struct vm_child {
-	struct vm_child *next;
-	struct backend_instance *bi;
+/* The keeper's control frames (u8 type | u32 length | payload, as vm-proto.h's). */
+enum {
+	/* controller -> keeper */
+	VK_EXEC = 'X',	 /* u8 fd mask (stdin 1, stdout 2, stderr 4; the fds attached in that
+			  * order), the agent's EXEC payload */
+	VK_SIGNAL = 's', /* the agent's SIGNAL payload */
+	VK_QUIT = 'q',	 /* kill QEMU, reap it, exit */
+	/* keeper -> controller */
+	VK_READY = 'R', /* u32 ms from QEMU's start, u32 guest boot ms at READY */
+	VK_EXIT = 'x',	/* the agent's EXIT payload */
+	VK_ERROR = 'E', /* text about the VM (not a command's) */
+	VK_LOST = 'L',	/* text: why the VM is gone; the keeper exits */
+};
+
+/* The commands one VM runs at once (the keeper's static table). */
+#define VM_MAX_PROCS 64
+
+struct vm_keeper;
+
+/* A command in a VM. */
+struct vm_proc {
+	struct vm_proc *next;
+	struct vm_keeper *k;
+	uint32_t id;
 	char sandbox[32];
-	pid_t pid;
-	int pidfd;
-	int status_fd;
-	struct event_source *src;
-	struct event_source *status_src;
-	backend_spawn_cb cb; /* until "ready" or the relay's end */
+	backend_spawn_cb cb; /* a one-shot's, until its VM is ready */
 	void *ud;
-	char status[1024];
+	uint8_t *msg; /* a one-shot's VK_EXEC frame, until its VM is ready */
+	size_t msg_len;
+	int fds[3];
+	uint8_t fd_mask;
+	uint64_t timeout_ms;
+	struct event_source *timer;
+	unsigned long long start_usec, sent_usec;
+	bool sent, killed, timed_out;
+};
+
+/* A VM: a lease's, or a one-shot's. */
+struct vm_keeper {
+	struct vm_keeper *next;
+	struct backend_instance *bi;
+	char lease[128]; /* "" for a one-shot */
+	pid_t pid;
+	int pidfd, ctl, status_fd;
+	struct event_source *pid_src, *ctl_src, *status_src, *release_timer;
+	uint8_t *rbuf; /* control frames read, not yet handled */
+	size_t rlen, rcap;
+	char status[1024]; /* the tail of QEMU's stderr */
 	size_t status_len;
-	unsigned long long start_usec;
-	bool killed;
+	char reason[512]; /* why the VM is gone */
+	bool has_ws, read_only;
+	bool ready, ended, quitting;
+	uint32_t next_id;
+	unsigned long long t_start;
+	backend_acquire_cb acquired;
+	backend_done_cb released;
+	void *cb_ud;
+	/* A one-shot's command, and its exit once the VM is gone. */
+	struct vm_proc *oneshot;
+	json_t *oneshot_exit;
 };
 
 struct vm_data {
-	struct vm_child *children;
+	struct vm_keeper *keepers;
+	struct vm_proc *procs;
 	unsigned long long next;
 	char *qemu;
 	char *kernel;
@@ -93,8 +149,9 @@ static json_t *vm_descriptor(const struct backend_ops *ops)
 		"s:{s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i}]},"
 		"s:{s:[s],s:s,s:[s,s],s:b,s:s,s:[s]}}",
 		"kind", "vm", "name", "QEMU micro-VM", "description",
-		"Boots a QEMU micro-VM for every command: its own kernel, no network device, the "
-		"workspace shared over virtio-9p (read-only when the policy says so).",
+		"Runs commands in QEMU micro-VMs: one VM for a sandbox lease and all its "
+		"processes, a fresh one for every one-shot command; its own kernel, no network "
+		"device, the workspace shared over virtio-9p (read-only when the policy says so).",
 		"settings", "fields", "id", "kernel", "type", "string", "label", "Guest kernel",
 		"description",
 		"An uncompressed PVH vmlinux (backends/vm/fetch-kernel.sh); initramfs.cpio.gz "
@@ -273,21 +330,18 @@ static void vm_probe(struct backend_instance *bi, backend_done_cb done, void *ud
 	done(bi, 0, NULL, ud);
 }
 
-/* --- the relay (runs in the forked child: system calls only) --- */
+/* --- the keeper (runs in the forked child: system calls only) --- */
 
-struct relay {
+struct keeper_args {
 	char *const *qemu_argv;
 	char *const *qemu_envp;
-	int io[3];    /* the command's stdin, stdout, stderr (-1: none) */
-	int agent;    /* our end of the agent's socketpair */
+	int ctl;      /* its end of the control socketpair */
+	int agent;    /* its end of the agent's socketpair */
 	int qemu_end; /* QEMU's end: its fd 3 */
-	int status;   /* the status pipe */
+	int status;   /* QEMU's stderr */
 	int null_fd;
 	uint8_t *init; /* the INIT frame; its first 8 payload bytes get the time */
 	size_t init_len;
-	uint8_t *exec; /* the EXEC frame */
-	size_t exec_len;
-	uint64_t timeout_ms;
 };
 
 static uint64_t mono_ms(void)
@@ -332,70 +386,127 @@ static int r_read(int fd, void *buf, size_t n)
 	return 0;
 }
 
-static void r_frame(int fd, uint8_t type, const void *data, uint32_t len)
+static int r_frame(int fd, uint8_t type, const void *data, uint32_t len)
 {
 	uint8_t h[VM_FRAME_HEADER];
 
 	vm_frame_header(h, type, len);
-	(void)r_write(fd, h, sizeof(h));
-	if (len)
-		(void)r_write(fd, data, len);
+	if (r_write(fd, h, sizeof(h)) < 0)
+		return -1;
+	return len ? r_write(fd, data, len) : 0;
 }
 
-static void r_utoa(char *p, unsigned long v)
-{
-	char t[24];
-	int n = 0;
+/* The keeper's commands: slot by id. */
+static struct kproc {
+	uint32_t id;
+	int io[3]; /* stdin, stdout, stderr (-1: none) */
+	bool used, in_open, in_wait;
+	/* The STDOUT and STDERR frame being written out (acknowledged once written). */
+	uint8_t *out[2];
+	size_t out_len[2], out_off[2];
+} kp[VM_MAX_PROCS];
 
-	do
-		t[n++] = (char)('0' + v % 10);
-	while (v /= 10);
-	while (n)
-		*p++ = t[--n];
-	*p = 0;
+/* Written to a command's stdout or stderr per POLLOUT: what a pipe that polls writable takes
+ * without blocking (PIPE_BUF). */
+#define KEEPER_WRITE_CHUNK 4096
+
+static struct kproc *kproc_find(uint32_t id)
+{
+	for (size_t i = 0; i < ELEMENTSOF(kp); i++)
+		if (kp[i].used && kp[i].id == id)
+			return &kp[i];
+	return NULL;
 }
 
-_noreturn_ static void relay_end(struct relay *r, pid_t qemu, const char *what, unsigned long a,
-				 unsigned long b, bool numbers)
+static void kproc_close(struct kproc *p)
 {
-	char line[1200], n1[24], n2[24];
-	size_t k = 0;
+	for (int i = 0; i < 3; i++)
+		if (p->io[i] >= 0)
+			close(p->io[i]);
+	p->out_len[0] = p->out_len[1] = 0;
+	p->used = false;
+}
 
+/* The frame of stream s (0 stdout, 1 stderr) is out (or dropped): the agent may send the next. */
+static int kproc_ack(int agent, struct kproc *c, int s)
+{
+	uint8_t b[5];
+
+	c->out_len[s] = c->out_off[s] = 0;
+	vm_put32(b, c->id);
+	b[4] = (uint8_t)(s + 1);
+	return r_frame(agent, VM_OUTPUT_ACK, b, sizeof(b));
+}
+
+_noreturn_ static void keeper_end(struct keeper_args *a, pid_t qemu, const char *lost)
+{
 	if (qemu > 0) {
 		(void)kill(qemu, SIGKILL);
 		(void)waitpid(qemu, NULL, 0);
 	}
-	for (const char *s = what; *s && k < 1000; s++)
-		line[k++] = *s;
-	if (numbers) {
-		r_utoa(n1, a);
-		r_utoa(n2, b);
-		line[k++] = ' ';
-		for (const char *s = n1; *s; s++)
-			line[k++] = *s;
-		line[k++] = ' ';
-		for (const char *s = n2; *s; s++)
-			line[k++] = *s;
-	}
-	line[k++] = '\n';
-	(void)r_write(r->status, line, k);
+	if (lost)
+		(void)r_frame(a->ctl, VK_LOST, lost, (uint32_t)strlen(lost));
 	_exit(0);
 }
 
-_noreturn_ static void relay_run(struct relay *r)
+/* A control frame: header by recvmsg (the fds come with its first byte), payload after. */
+static int ctl_read(int fd, uint8_t *type, uint8_t *buf, size_t size, uint32_t *len, int fds[3],
+		    size_t *n_fds)
 {
-	static uint8_t buf[VM_FRAME_MAX > (1 << 17) ? (1 << 17) : VM_FRAME_MAX];
-	static const int fwd[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+	uint8_t h[VM_FRAME_HEADER];
+	union {
+		struct cmsghdr c;
+		char b[CMSG_SPACE(3 * sizeof(int))];
+	} cm;
+	struct iovec iov = { .iov_base = h, .iov_len = sizeof(h) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm, .msg_controllen = sizeof(cm)
+	};
+	ssize_t k;
+
+	*n_fds = 0;
+	do
+		k = recvmsg(fd, &mh, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	while (k < 0 && errno == EINTR);
+	if (k != (ssize_t)sizeof(h))
+		return -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (size_t i = 0; i < n; i++) {
+				int f;
+
+				memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+				if (*n_fds < 3)
+					fds[(*n_fds)++] = f;
+				else
+					close(f);
+			}
+		}
+	*type = h[0];
+	*len = vm_get32(h + 1);
+	if (*len > size)
+		return -1;
+	return *len ? r_read(fd, buf, *len) : 0;
+}
+
+_noreturn_ static void keeper_run(struct keeper_args *a)
+{
+	static uint8_t buf[1 << 19], sbuf[4 + VM_OUTPUT_CHUNK];
+	struct pollfd p[3 + 3 * VM_MAX_PROCS];
+	struct kproc *pp[3 + 3 * VM_MAX_PROCS];
+	int ps[3 + 3 * VM_MAX_PROCS]; /* the output stream polled for (0, 1), or -1: stdin */
+	uint8_t *obufs;
 	sigset_t mask;
 	int sfd;
 	pid_t qemu;
-	bool ready = false, in_open = r->io[0] >= 0;
-	uint64_t deadline = mono_ms() + VM_BOOT_TIMEOUT_MS;
+	bool ready = false;
+	uint64_t t0 = mono_ms(), deadline = t0 + VM_BOOT_TIMEOUT_MS;
 
-	/* Nothing of the controller's but what the relay needs (it does not exec). */
+	/* Nothing of the controller's but what the keeper needs (it does not exec). */
 	{
-		int keep[8] = { r->io[0],    r->io[1],	r->io[2],   r->agent,
-				r->qemu_end, r->status, r->null_fd, 2 };
+		int keep[7] = { a->ctl, a->agent, a->qemu_end, a->status, a->null_fd, 2, -1 };
 		int from = 3;
 
 		for (size_t i = 0; i < ELEMENTSOF(keep); i++)
@@ -415,24 +526,21 @@ _noreturn_ static void relay_run(struct relay *r)
 			from = keep[i] + 1;
 		}
 		(void)syscall(SYS_close_range, (unsigned)from, ~0U, 0U);
-		if (r->io[0] != 0 && r->io[1] != 0 && r->io[2] != 0)
-			(void)dup2(r->null_fd, 0);
-		if (r->io[0] != 1 && r->io[1] != 1 && r->io[2] != 1)
-			(void)dup2(r->null_fd, 1);
+		(void)dup2(a->null_fd, 0);
+		(void)dup2(a->null_fd, 1);
 	}
-	sigemptyset(&mask);
-	for (size_t i = 0; i < ELEMENTSOF(fwd); i++)
-		sigaddset(&mask, fwd[i]);
-	sigaddset(&mask, SIGCHLD);
+	sigfillset(&mask);
 	(void)sigprocmask(SIG_SETMASK, &mask, NULL);
 	for (int s = 1; s < _NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
 			(void)signal(s, s == SIGPIPE ? SIG_IGN : SIG_DFL);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
 	qemu = fork();
 	if (qemu < 0)
-		relay_end(r, -1, "error cannot fork QEMU", 0, 0, false);
+		keeper_end(a, -1, "cannot fork QEMU");
 	if (qemu == 0) {
 		sigset_t none;
 
@@ -442,103 +550,234 @@ _noreturn_ static void relay_run(struct relay *r)
 		sigemptyset(&none);
 		(void)sigprocmask(SIG_SETMASK, &none, NULL);
 		(void)setsid();
-		if (dup2(r->qemu_end, 3) < 0 || dup2(r->null_fd, 0) < 0 ||
-		    dup2(r->null_fd, 1) < 0 || dup2(r->status, 2) < 0)
+		if (dup2(a->qemu_end, 3) < 0 || dup2(a->null_fd, 0) < 0 ||
+		    dup2(a->null_fd, 1) < 0 || dup2(a->status, 2) < 0)
 			_exit(1);
 		(void)syscall(SYS_close_range, 4U, ~0U, 0U);
-		execve(r->qemu_argv[0], r->qemu_argv, r->qemu_envp);
+		execve(a->qemu_argv[0], a->qemu_argv, a->qemu_envp);
 		_exit(127);
 	}
-	close(r->qemu_end);
+	close(a->qemu_end);
+	close(a->status);
+	/* (mmap, not malloc: this process was forked from a threaded one) */
+	obufs = mmap(NULL, ELEMENTSOF(kp) * 2 * VM_OUTPUT_CHUNK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (obufs == MAP_FAILED)
+		keeper_end(a, qemu, "out of memory");
+	for (size_t i = 0; i < ELEMENTSOF(kp); i++) {
+		kp[i].used = false;
+		for (int s = 0; s < 2; s++) {
+			kp[i].out[s] = obufs + (i * 2 + (size_t)s) * VM_OUTPUT_CHUNK;
+			kp[i].out_len[s] = kp[i].out_off[s] = 0;
+		}
+	}
 
 	for (;;) {
-		struct pollfd p[3] = {
-			{ .fd = r->agent, .events = POLLIN },
-			{ .fd = sfd, .events = POLLIN },
-			{ .fd = ready && in_open ? r->io[0] : -1, .events = POLLIN },
-		};
+		size_t n = 0;
 		uint64_t now = mono_ms();
 		int k;
 
-		if (now >= deadline)
-			relay_end(r, qemu, ready ? "timeout" : "error the VM did not boot in time",
-				  0, 0, false);
-		k = poll(p, 3, (int)(deadline - now));
+		p[n] = (struct pollfd){ .fd = a->agent, .events = POLLIN };
+		pp[n++] = NULL;
+		p[n] = (struct pollfd){ .fd = a->ctl, .events = POLLIN };
+		pp[n++] = NULL;
+		p[n] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		pp[n++] = NULL;
+		for (size_t i = 0; i < ELEMENTSOF(kp); i++) {
+			if (!kp[i].used)
+				continue;
+			if (kp[i].in_open && !kp[i].in_wait) {
+				p[n] = (struct pollfd){ .fd = kp[i].io[0], .events = POLLIN };
+				ps[n] = -1;
+				pp[n++] = &kp[i];
+			}
+			for (int s = 0; s < 2; s++)
+				if (kp[i].out_len[s]) {
+					p[n] = (struct pollfd){ .fd = kp[i].io[1 + s],
+								.events = POLLOUT };
+					ps[n] = s;
+					pp[n++] = &kp[i];
+				}
+		}
+		if (!ready && now >= deadline)
+			keeper_end(a, qemu, "the VM did not boot in time");
+		k = poll(p, n, ready ? -1 : (int)(deadline - now));
 		if (k < 0 && errno != EINTR)
-			relay_end(r, qemu, "error poll failed", 0, 0, false);
+			keeper_end(a, qemu, "poll failed");
 		if (k <= 0)
 			continue;
-		if (p[1].revents) {
+		if (p[2].revents) {
 			struct signalfd_siginfo si;
+			int st;
 
-			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGCHLD) {
-				uint8_t s[4];
-
-				if (!ready)
-					relay_end(r, qemu, "exit 0", 0, si.ssi_signo, false);
-				vm_put32(s, si.ssi_signo);
-				r_frame(r->agent, VM_SIGNAL, s, 4);
-			} else if (waitpid(qemu, NULL, WNOHANG) == qemu)
-				relay_end(r, -1, "error QEMU exited", 0, 0, false);
+			if (read(sfd, &si, sizeof(si)) < 0)
+				si.ssi_signo = 0;
+			if (waitpid(qemu, &st, WNOHANG) == qemu)
+				keeper_end(a, -1,
+					   WIFSIGNALED(st) ? "QEMU was killed by a signal"
+							   : "QEMU exited");
 		}
-		if (p[2].fd >= 0 && p[2].revents) {
-			ssize_t n = read(r->io[0], buf, 65536);
+		for (size_t i = 3; i < n; i++) {
+			struct kproc *c = pp[i];
+			ssize_t r;
 
-			if (n > 0)
-				r_frame(r->agent, VM_STDIN, buf, (uint32_t)n);
-			else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-				r_frame(r->agent, VM_STDIN_EOF, NULL, 0);
-				in_open = false;
+			if (!p[i].revents || !c->used)
+				continue;
+			if (ps[i] >= 0) {
+				/* Output: a chunk now, the rest when it polls writable again. */
+				int s = ps[i];
+				size_t left = c->out_len[s] - c->out_off[s];
+
+				if (!left)
+					continue;
+				r = -1;
+				if (p[i].revents & POLLOUT)
+					r = write(p[i].fd, c->out[s] + c->out_off[s],
+						  left < KEEPER_WRITE_CHUNK ? left
+									    : KEEPER_WRITE_CHUNK);
+				if (r > 0)
+					c->out_off[s] += (size_t)r;
+				else if (r < 0 && (errno == EINTR || errno == EAGAIN))
+					continue;
+				/* All of it written, or nobody reads: dropped. */
+				if ((r <= 0 || c->out_off[s] == c->out_len[s]) &&
+				    kproc_ack(a->agent, c, s) < 0)
+					keeper_end(a, qemu, "the VM went away");
+				continue;
 			}
+			r = read(c->io[0], sbuf + 4, VM_OUTPUT_CHUNK);
+			vm_put32(sbuf, c->id);
+			if (r > 0) {
+				if (r_frame(a->agent, VM_STDIN, sbuf, 4 + (uint32_t)r) < 0)
+					keeper_end(a, qemu, "the VM went away");
+				c->in_wait = true;
+			} else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+				if (r_frame(a->agent, VM_STDIN_EOF, sbuf, 4) < 0)
+					keeper_end(a, qemu, "the VM went away");
+				c->in_open = false;
+				close(c->io[0]);
+				c->io[0] = -1;
+			}
+		}
+		if (p[1].revents) {
+			uint8_t type;
+			uint32_t len;
+			int fds[3];
+			size_t n_fds;
+
+			if (ctl_read(a->ctl, &type, buf, sizeof(buf), &len, fds, &n_fds) < 0)
+				keeper_end(a, qemu, NULL); /* the controller let go */
+			if (type == VK_QUIT)
+				keeper_end(a, qemu, NULL);
+			if (type == VK_SIGNAL && ready) {
+				if (r_frame(a->agent, VM_SIGNAL, buf, len) < 0)
+					keeper_end(a, qemu, "the VM went away");
+			} else if (type == VK_EXEC && ready && len > 5) {
+				struct kproc *c = NULL;
+				size_t f = 0;
+
+				for (size_t i = 0; i < ELEMENTSOF(kp) && !c; i++)
+					if (!kp[i].used)
+						c = &kp[i];
+				if (c) {
+					c->used = true;
+					c->id = vm_get32(buf + 1);
+					for (int s = 0; s < 3; s++)
+						c->io[s] = (buf[0] & (1 << s)) && f < n_fds
+								   ? fds[f++]
+								   : -1;
+					c->in_open = c->io[0] >= 0;
+					c->in_wait = false;
+					if (r_frame(a->agent, VM_EXEC, buf + 1, len - 1) < 0)
+						keeper_end(a, qemu, "the VM went away");
+					if (!c->in_open &&
+					    r_frame(a->agent, VM_STDIN_EOF, buf + 1, 4) < 0)
+						keeper_end(a, qemu, "the VM went away");
+				} else {
+					/* Full: exit 126 at once. */
+					uint8_t x[12] = { 0 };
+
+					memcpy(x, buf + 1, 4);
+					vm_put32(x + 4, 126);
+					(void)r_frame(a->ctl, VK_EXIT, x, sizeof(x));
+				}
+				for (; f < n_fds; f++)
+					close(fds[f]);
+			} else
+				for (size_t f = 0; f < n_fds; f++)
+					close(fds[f]);
 		}
 		if (p[0].revents) {
 			uint8_t h[VM_FRAME_HEADER];
 			uint32_t len;
+			struct kproc *c;
 
-			if (r_read(r->agent, h, sizeof(h)) < 0)
-				relay_end(r, qemu, "error the VM went away", 0, 0, false);
+			if (r_read(a->agent, h, sizeof(h)) < 0)
+				keeper_end(a, qemu, "the VM's agent went away");
 			len = vm_get32(h + 1);
-			if (len > sizeof(buf) || (len && r_read(r->agent, buf, len) < 0))
-				relay_end(r, qemu, "error bad frame from the guest", 0, 0, false);
+			if (len > sizeof(buf) || (len && r_read(a->agent, buf, len) < 0))
+				keeper_end(a, qemu, "a bad frame from the guest");
+			c = len >= 4 && h[0] != VM_READY ? kproc_find(vm_get32(buf)) : NULL;
 			switch (h[0]) {
 			case VM_READY: {
 				struct timespec ts;
-				uint64_t ns;
+				uint64_t ns, boot = 0;
+				uint8_t x[8];
 
+				if (ready)
+					break;
 				clock_gettime(CLOCK_REALTIME, &ts);
 				ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-				vm_put32(r->init + VM_FRAME_HEADER, (uint32_t)(ns >> 32));
-				vm_put32(r->init + VM_FRAME_HEADER + 4, (uint32_t)ns);
-				(void)r_write(r->agent, r->init, r->init_len);
-				(void)r_write(r->agent, r->exec, r->exec_len);
-				if (!in_open)
-					r_frame(r->agent, VM_STDIN_EOF, NULL, 0);
-				(void)r_write(r->status, "ready\n", 6);
+				vm_put32(a->init + VM_FRAME_HEADER, (uint32_t)(ns >> 32));
+				vm_put32(a->init + VM_FRAME_HEADER + 4, (uint32_t)ns);
+				if (r_write(a->agent, a->init, a->init_len) < 0)
+					keeper_end(a, qemu, "the VM went away");
+				if (len == 8)
+					boot = ((uint64_t)vm_get32(buf) << 32 | vm_get32(buf + 4)) /
+					       1000000;
+				vm_put32(x, (uint32_t)(mono_ms() - t0));
+				vm_put32(x + 4, (uint32_t)boot);
 				ready = true;
-				deadline = r->timeout_ms ? mono_ms() + r->timeout_ms
-							 : UINT64_MAX / 2;
+				if (r_frame(a->ctl, VK_READY, x, sizeof(x)) < 0)
+					keeper_end(a, qemu, NULL);
 				break;
 			}
 			case VM_STDOUT:
 			case VM_STDERR: {
-				int fd = r->io[h[0] == VM_STDOUT ? 1 : 2];
+				int s = h[0] == VM_STDOUT ? 0 : 1;
 
-				if (fd >= 0)
-					(void)r_write(fd, buf, len);
+				if (!c)
+					break;
+				if (c->out_len[s] || len - 4 > VM_OUTPUT_CHUNK)
+					keeper_end(a, qemu, "the guest overran a command's output");
+				memcpy(c->out[s], buf + 4, len - 4);
+				c->out_len[s] = len - 4;
+				c->out_off[s] = 0;
+				/* Nobody reads it: acknowledged at once. */
+				if ((c->io[1 + s] < 0 || len == 4) && kproc_ack(a->agent, c, s) < 0)
+					keeper_end(a, qemu, "the VM went away");
 				break;
 			}
+			case VM_STDIN_ACK:
+				if (c)
+					c->in_wait = false;
+				break;
 			case VM_ERROR:
-				if (r->io[2] >= 0) {
-					(void)r_write(r->io[2], "cordon-vm: ", 11);
-					(void)r_write(r->io[2], buf, len);
-					(void)r_write(r->io[2], "\n", 1);
-				}
+				if (c && c->io[2] >= 0) {
+					(void)r_write(c->io[2], "cordon-vm: ", 11);
+					(void)r_write(c->io[2], buf + 4, len - 4);
+					(void)r_write(c->io[2], "\n", 1);
+				} else if (!c && len > 4)
+					(void)r_frame(a->ctl, VK_ERROR, buf + 4, len - 4);
 				break;
 			case VM_EXIT:
-				if (len == 8)
-					relay_end(r, qemu, "exit", vm_get32(buf), vm_get32(buf + 4),
-						  true);
-				relay_end(r, qemu, "error bad exit frame", 0, 0, false);
+				if (len != 12)
+					keeper_end(a, qemu, "a bad exit frame from the guest");
+				if (c)
+					kproc_close(c);
+				if (r_frame(a->ctl, VK_EXIT, buf, len) < 0)
+					keeper_end(a, qemu, NULL);
+				break;
 			default:
 				break;
 			}
@@ -547,133 +786,6 @@ _noreturn_ static void relay_run(struct relay *r)
 }
 
 /* --- the controller's side --- */
-
-static void child_free(struct vm_data *d, struct vm_child *ch)
-{
-	for (struct vm_child **pp = &d->children; *pp; pp = &(*pp)->next)
-		if (*pp == ch) {
-			*pp = ch->next;
-			break;
-		}
-	event_source_free(ch->src);
-	event_source_free(ch->status_src);
-	safe_close(ch->pidfd);
-	safe_close(ch->status_fd);
-	free(ch);
-}
-
-static void status_drain(struct vm_child *ch)
-{
-	for (;;) {
-		ssize_t k;
-
-		if (ch->status_len + 1 >= sizeof(ch->status))
-			/* Keep the tail: the relay's own line comes last. */
-			memmove(ch->status, ch->status + sizeof(ch->status) / 2,
-				ch->status_len -= sizeof(ch->status) / 2);
-		k = read(ch->status_fd, ch->status + ch->status_len,
-			 sizeof(ch->status) - 1 - ch->status_len);
-		if (k <= 0)
-			break;
-		ch->status_len += (size_t)k;
-	}
-	ch->status[ch->status_len] = 0;
-}
-
-static void spawn_answer(struct vm_child *ch, const char *error)
-{
-	struct backend_instance *bi = ch->bi;
-	backend_spawn_cb cb = TAKE_PTR(ch->cb);
-
-	if (!cb)
-		return;
-	if (error) {
-		_cleanup_json_ json_t *e = json_pack("{s:s,s:i,s:s,s:s,s:s}", "code",
-						     "setup-failed", "errno", EIO, "field", "",
-						     "step", "vm", "message", error);
-
-		cb(bi, NULL, -1, -1, 0, e, ch->ud);
-	} else
-		cb(bi, ch->sandbox, fd_dup_cloexec(ch->pidfd, 3), -1, ch->pid, NULL, ch->ud);
-}
-
-static int on_status(struct event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct vm_child *ch = userdata;
-
-	status_drain(ch);
-	if (ch->cb && strstr(ch->status, "ready\n"))
-		spawn_answer(ch, NULL);
-	if (revents & (EPOLLHUP | EPOLLERR))
-		event_source_free(TAKE_PTR(ch->status_src));
-	return 0;
-}
-
-static int on_child(struct event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct vm_child *ch = userdata;
-	struct backend_instance *bi = ch->bi;
-	_cleanup_json_ json_t *exit = NULL;
-	siginfo_t si = { 0 };
-	char sandbox[32], *line, *end;
-	unsigned code = 0, sig = 0;
-	const char *reason = "exited";
-
-	if (waitid((idtype_t)P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
-		return 0;
-	status_drain(ch);
-	/* The relay's own line is the last one (QEMU's messages may come before it). */
-	end = ch->status + ch->status_len;
-	while (end > ch->status && end[-1] == '\n')
-		*--end = 0;
-	line = strrchr(ch->status, '\n');
-	line = line ? line + 1 : ch->status;
-	if (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) {
-		sig = (unsigned)si.si_status;
-		reason = ch->killed ? "killed" : "signaled";
-	} else if (sscanf(line, "exit %u %u", &code, &sig) == 2) {
-		reason = sig ? "signaled" : "exited";
-		if (sig)
-			code = 0;
-	} else if (streq(line, "timeout")) {
-		reason = "timeout";
-		sig = SIGKILL;
-	} else if (strncmp(line, "error ", 6) == 0) {
-		if (ch->cb) {
-			log_warning("%s: %s: %s", bi->name, ch->sandbox, ch->status);
-			spawn_answer(ch, line + 6);
-			child_free(bi->data, ch);
-			return 0;
-		}
-		log_warning("%s: %s: %s", bi->name, ch->sandbox, line + 6);
-		reason = "launcher-lost";
-		sig = SIGKILL;
-	}
-	if (ch->cb) {
-		/* Ended before the command ran (a signal before the boot finished). */
-		spawn_answer(ch, "the VM ended before the command started");
-		child_free(bi->data, ch);
-		return 0;
-	}
-	exit = json_pack("{s:s,s:i,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox", ch->sandbox, "pid",
-			 (int)ch->pid, "exitCode", (int)code, "signal", (int)sig, "reason", reason,
-			 "durationUsec", (json_int_t)(now_usec() - ch->start_usec), "limits",
-			 "pids", false, "memory", false);
-	memcpy(sandbox, ch->sandbox, sizeof(sandbox));
-	child_free(bi->data, ch);
-	if (exit)
-		bi->host->exited(bi->host, bi, sandbox, exit);
-	return 0;
-}
-
-/* fd index named by plan.stdio.<name>, or -1. */
-static int stdio_fd(json_t *plan, const char *name, const int *fds, size_t n_fds)
-{
-	json_t *v = json_object_get(json_object_get(plan, "stdio"), name);
-	json_int_t k = json_is_integer(v) ? json_integer_value(v) : -1;
-
-	return k >= 0 && (size_t)k < n_fds ? fds[k] : -1;
-}
 
 /* A growing byte buffer for the frames. */
 struct bytes {
@@ -726,22 +838,508 @@ static char *qemu_escape(const char *s)
 	return r;
 }
 
-static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req,
-		    backend_spawn_cb cb, void *ud)
+static json_t *setup_error(const char *message)
+{
+	return json_pack("{s:s,s:i,s:s,s:s,s:s}", "code", "setup-failed", "errno", EIO, "field", "",
+			 "step", "vm", "message", message);
+}
+
+static void proc_free(struct vm_data *d, struct vm_proc *p)
+{
+	for (struct vm_proc **pp = &d->procs; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	if (p->k && p->k->oneshot == p)
+		p->k->oneshot = NULL;
+	event_source_free(p->timer);
+	free(p->msg);
+	for (int i = 0; i < 3; i++)
+		safe_close(p->fds[i]);
+	free(p);
+}
+
+static struct vm_proc *proc_find(struct vm_data *d, const char *sandbox)
+{
+	for (struct vm_proc *p = d->procs; p; p = p->next)
+		if (streq(p->sandbox, sandbox))
+			return p;
+	return NULL;
+}
+
+static struct vm_keeper *keeper_find(struct vm_data *d, const char *lease)
+{
+	for (struct vm_keeper *k = d->keepers; k; k = k->next)
+		if (k->lease[0] && streq(k->lease, lease))
+			return k;
+	return NULL;
+}
+
+static void keeper_free(struct vm_data *d, struct vm_keeper *k)
+{
+	for (struct vm_keeper **pp = &d->keepers; *pp; pp = &(*pp)->next)
+		if (*pp == k) {
+			*pp = k->next;
+			break;
+		}
+	event_source_free(k->pid_src);
+	event_source_free(k->ctl_src);
+	event_source_free(k->status_src);
+	event_source_free(k->release_timer);
+	safe_close(k->pidfd);
+	safe_close(k->ctl);
+	safe_close(k->status_fd);
+	free(k->rbuf);
+	json_decref(k->oneshot_exit);
+	free(k);
+}
+
+/* Send a control frame (with fds); the keeper reads its control socket whenever it is not
+ * writing a command's output. */
+static int keeper_send(struct vm_keeper *k, uint8_t type, const void *payload, size_t len,
+		       const int *fds, size_t n_fds)
+{
+	uint8_t h[VM_FRAME_HEADER];
+	union {
+		struct cmsghdr c;
+		char b[CMSG_SPACE(3 * sizeof(int))];
+	} cm = { 0 };
+	struct iovec iov[2] = { { .iov_base = h, .iov_len = sizeof(h) },
+				{ .iov_base = (void *)payload, .iov_len = len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	size_t total = sizeof(h) + len, done = 0;
+
+	if (k->ctl < 0 || k->ended)
+		return -EPIPE;
+	vm_frame_header(h, type, (uint32_t)len);
+	if (n_fds) {
+		mh.msg_control = &cm;
+		mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+		cm.c.cmsg_level = SOL_SOCKET;
+		cm.c.cmsg_type = SCM_RIGHTS;
+		cm.c.cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+		memcpy(CMSG_DATA(&cm.c), fds, n_fds * sizeof(int));
+	}
+	while (done < total) {
+		ssize_t n = sendmsg(k->ctl, &mh, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN &&
+		    poll(&(struct pollfd){ .fd = k->ctl, .events = POLLOUT }, 1, 1000) > 0)
+			continue; /* (the keeper reads as soon as no output holds it) */
+		if (n < 0) {
+			int r = -errno;
+
+			/* Half a frame would leave the keeper waiting for the rest: it goes (the
+			 * VM is lost). */
+			if (done)
+				(void)syscall(SYS_pidfd_send_signal, k->pidfd, SIGKILL, NULL, 0);
+			return r;
+		}
+		done += (size_t)n;
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+		/* The rest, after a partial send. */
+		while (n > 0 && mh.msg_iovlen) {
+			size_t t = (size_t)n < mh.msg_iov[0].iov_len ? (size_t)n
+								     : mh.msg_iov[0].iov_len;
+
+			mh.msg_iov[0].iov_base = (char *)mh.msg_iov[0].iov_base + t;
+			mh.msg_iov[0].iov_len -= t;
+			n -= (ssize_t)t;
+			if (!mh.msg_iov[0].iov_len) {
+				mh.msg_iov++;
+				mh.msg_iovlen--;
+			}
+		}
+	}
+	return 0;
+}
+
+static int on_proc_timeout(struct event_source *s, void *userdata)
+{
+	struct vm_proc *p = userdata;
+	uint8_t b[8];
+
+	p->timed_out = true;
+	vm_put32(b, p->id);
+	vm_put32(b + 4, SIGKILL);
+	(void)keeper_send(p->k, VK_SIGNAL, b, sizeof(b), NULL, 0);
+	return 0;
+}
+
+/* Hand a command to its VM (ready). */
+static int proc_send(struct vm_proc *p)
+{
+	struct backend_instance *bi = p->k->bi;
+	int fds[3];
+	size_t n = 0;
+	int r;
+
+	for (int i = 0; i < 3; i++)
+		if (p->fds[i] >= 0)
+			fds[n++] = p->fds[i];
+	r = keeper_send(p->k, VK_EXEC, p->msg, p->msg_len, fds, n);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < 3; i++)
+		p->fds[i] = safe_close(p->fds[i]);
+	free(TAKE_PTR(p->msg));
+	p->sent = true;
+	/* Its duration counts from here: a one-shot's boot is its set-up, not its run time. */
+	p->start_usec = p->sent_usec = now_usec();
+	if (p->timeout_ms && event_add_timer(bi->host->loop, p->timeout_ms * 1000, false,
+					     on_proc_timeout, p, &p->timer) < 0)
+		log_warning("%s: %s: cannot arm its timeout", bi->name, p->sandbox);
+	return 0;
+}
+
+static void proc_answer(struct vm_proc *p, const char *error)
+{
+	struct backend_instance *bi = p->k->bi;
+	backend_spawn_cb cb = TAKE_PTR(p->cb);
+
+	if (!cb)
+		return;
+	if (error) {
+		_cleanup_json_ json_t *e = setup_error(error);
+
+		cb(bi, NULL, -1, -1, 0, e, p->ud);
+	} else
+		cb(bi, p->sandbox, fd_dup_cloexec(p->k->pidfd, 3), -1, p->k->pid, NULL, p->ud);
+}
+
+static json_t *exit_json(struct vm_proc *p, unsigned code, unsigned sig, const char *reason)
+{
+	return json_pack("{s:s,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox", p->sandbox, "exitCode",
+			 (int)code, "signal", (int)sig, "reason", reason, "durationUsec",
+			 (json_int_t)(now_usec() - p->start_usec), "limits", "pids", false,
+			 "memory", false);
+}
+
+static void keeper_quit(struct vm_keeper *k);
+
+/* An EXIT from the guest. */
+static void proc_exited(struct vm_keeper *k, const uint8_t *b)
+{
+	struct backend_instance *bi = k->bi;
+	struct vm_data *d = bi->data;
+	uint32_t id = vm_get32(b), code = vm_get32(b + 4), sig = vm_get32(b + 8);
+	struct vm_proc *p = NULL;
+	const char *reason;
+	json_t *exit;
+	char sandbox[32];
+
+	for (struct vm_proc *q = d->procs; q && !p; q = q->next)
+		if (q->k == k && q->id == id && q->sent)
+			p = q;
+	if (!p)
+		return;
+	log_info("%s: %s: exec round trip in the VM (%s) %llu us", bi->name, p->sandbox,
+		 k->lease[0] ? "lease" : "one-shot", now_usec() - p->sent_usec);
+	if (p->timed_out) {
+		reason = "timeout";
+		code = 0;
+		sig = SIGKILL;
+	} else if (sig) {
+		reason = p->killed && sig == SIGKILL ? "killed" : "signaled";
+		code = 0;
+	} else
+		reason = "exited";
+	exit = exit_json(p, code, sig, reason);
+	if (k->oneshot == p) {
+		/* Reported once the VM is gone (keeper_ended()). */
+		k->oneshot_exit = exit;
+		k->oneshot = NULL;
+		proc_free(d, p);
+		keeper_quit(k);
+		return;
+	}
+	memcpy(sandbox, p->sandbox, sizeof(sandbox));
+	proc_free(d, p);
+	if (exit)
+		bi->host->exited(bi->host, bi, sandbox, exit);
+	json_decref(exit);
+}
+
+static void keeper_ready(struct vm_keeper *k, const uint8_t *b)
+{
+	struct backend_instance *bi = k->bi;
+	backend_acquire_cb acquired = TAKE_PTR(k->acquired);
+
+	k->ready = true;
+	log_info("%s: %s: VM ready %u ms after QEMU's start (guest kernel boot to the agent's "
+		 "hello %u ms; QEMU's start and firmware the rest)",
+		 bi->name, k->lease[0] ? k->lease : "one-shot", vm_get32(b), vm_get32(b + 4));
+	if (acquired)
+		acquired(bi, 0, NULL, NULL, k->cb_ud);
+	if (k->oneshot) {
+		struct vm_proc *p = k->oneshot;
+
+		if (proc_send(p) < 0) {
+			proc_answer(p, "cannot hand the command to its VM");
+			proc_free(bi->data, p);
+			keeper_quit(k);
+			return;
+		}
+		proc_answer(p, NULL);
+	}
+}
+
+static void keeper_handle(struct vm_keeper *k, uint8_t type, const uint8_t *b, uint32_t len)
+{
+	struct backend_instance *bi = k->bi;
+
+	switch (type) {
+	case VK_READY:
+		if (len == 8 && !k->ready)
+			keeper_ready(k, b);
+		break;
+	case VK_EXIT:
+		if (len == 12)
+			proc_exited(k, b);
+		break;
+	case VK_ERROR:
+		log_warning("%s: %s: the VM says: %.*s", bi->name,
+			    k->lease[0] ? k->lease : "one-shot", (int)len, (const char *)b);
+		break;
+	case VK_LOST:
+		(void)snprintf(k->reason, sizeof(k->reason), "%.*s", (int)len, (const char *)b);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Read what the keeper sent so far into rbuf. */
+static void keeper_drain(struct vm_keeper *k)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (k->rcap - k->rlen < 65536) {
+			uint8_t *nb = realloc(k->rbuf, k->rcap + 65536);
+
+			if (!nb)
+				break;
+			k->rbuf = nb;
+			k->rcap += 65536;
+		}
+		n = read(k->ctl, k->rbuf + k->rlen, k->rcap - k->rlen);
+		if (n <= 0)
+			break;
+		k->rlen += (size_t)n;
+	}
+}
+
+static void status_drain(struct vm_keeper *k)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (k->status_len + 1 >= sizeof(k->status))
+			/* Keep the tail. */
+			memmove(k->status, k->status + sizeof(k->status) / 2,
+				k->status_len -= sizeof(k->status) / 2);
+		n = read(k->status_fd, k->status + k->status_len,
+			 sizeof(k->status) - 1 - k->status_len);
+		if (n <= 0)
+			break;
+		k->status_len += (size_t)n;
+	}
+	k->status[k->status_len] = 0;
+}
+
+/* The frames in rbuf, one at a time: each may end the keeper's commands (and callbacks). */
+static void keeper_dispatch(struct vm_keeper *k)
+{
+	size_t off = 0;
+
+	while (k->rlen - off >= VM_FRAME_HEADER) {
+		uint32_t len = vm_get32(k->rbuf + off + 1);
+		uint8_t type = k->rbuf[off];
+
+		if (k->rlen - off - VM_FRAME_HEADER < len)
+			break;
+		off += VM_FRAME_HEADER + len;
+		keeper_handle(k, type, k->rbuf + off - len, len);
+	}
+	memmove(k->rbuf, k->rbuf + off, k->rlen - off);
+	k->rlen -= off;
+}
+
+static int on_ctl(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct vm_keeper *k = userdata;
+
+	keeper_drain(k);
+	keeper_dispatch(k);
+	if (revents & (EPOLLHUP | EPOLLERR))
+		event_source_free(TAKE_PTR(k->ctl_src));
+	return 0;
+}
+
+static int on_status(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct vm_keeper *k = userdata;
+
+	status_drain(k);
+	if (revents & (EPOLLHUP | EPOLLERR))
+		event_source_free(TAKE_PTR(k->status_src));
+	return 0;
+}
+
+/* The keeper exited: the VM is gone. */
+static void keeper_ended(struct vm_keeper *k)
+{
+	struct backend_instance *bi = k->bi;
+	struct vm_data *d = bi->data;
+	backend_acquire_cb acquired = TAKE_PTR(k->acquired);
+	backend_done_cb released = TAKE_PTR(k->released);
+	_cleanup_json_ json_t *lost_exit = NULL;
+	const char *what = k->lease[0] ? k->lease : "one-shot";
+	char *nl;
+
+	keeper_drain(k);
+	keeper_dispatch(k);
+	status_drain(k);
+	k->ended = true;
+	event_source_free(TAKE_PTR(k->pid_src));
+	event_source_free(TAKE_PTR(k->ctl_src));
+	event_source_free(TAKE_PTR(k->status_src));
+	event_source_free(TAKE_PTR(k->release_timer));
+	k->ctl = safe_close(k->ctl);
+	if (!k->quitting && !k->reason[0])
+		(void)snprintf(k->reason, sizeof(k->reason), "the VM's keeper ended");
+	while ((nl = strrchr(k->status, '\n')) && !nl[1])
+		*nl = 0;
+	if (!k->quitting)
+		log_warning("%s: %s: the VM is gone: %s%s%s", bi->name, what, k->reason,
+			    k->status[0] ? "; QEMU said: " : "", k->status);
+
+	if (acquired) {
+		/* The lease never had its VM: nothing to keep for its release. */
+		char msg[700];
+		void *ud = k->cb_ud;
+
+		(void)snprintf(msg, sizeof(msg), "the VM did not start: %s", k->reason);
+		keeper_free(d, k);
+		acquired(bi, -EIO, msg, NULL, ud);
+		return;
+	}
+	if (k->oneshot) {
+		struct vm_proc *p = k->oneshot;
+
+		if (p->cb) {
+			char msg[700];
+
+			(void)snprintf(msg, sizeof(msg),
+				       "the VM ended before the command started: %s",
+				       k->quitting ? "killed" : k->reason);
+			proc_answer(p, msg);
+			proc_free(d, p);
+		}
+	}
+	if (k->oneshot_exit) {
+		_cleanup_json_ json_t *exit = TAKE_PTR(k->oneshot_exit);
+		char sandbox[32];
+
+		(void)snprintf(sandbox, sizeof(sandbox), "%s",
+			       json_string_value(json_object_get(exit, "sandbox")));
+		keeper_free(d, k);
+		bi->host->exited(bi->host, bi, sandbox, exit);
+		return;
+	}
+	/* Its commands still running end now. */
+	for (;;) {
+		struct vm_proc *p = NULL;
+		char sandbox[32];
+		json_t *exit;
+
+		for (struct vm_proc *q = d->procs; q && !p; q = q->next)
+			if (q->k == k)
+				p = q;
+		if (!p)
+			break;
+		exit = exit_json(p, 0, SIGKILL, "launcher-lost");
+		memcpy(sandbox, p->sandbox, sizeof(sandbox));
+		if (p->cb) {
+			proc_answer(p, "the VM is gone");
+			json_decref(exit);
+			exit = NULL;
+		}
+		proc_free(d, p);
+		if (exit)
+			bi->host->exited(bi->host, bi, sandbox, exit);
+		json_decref(exit);
+	}
+	if (released) {
+		void *ud = k->cb_ud;
+
+		keeper_free(d, k);
+		released(bi, 0, NULL, ud);
+		return;
+	}
+	if (k->lease[0]) {
+		/* Kept until the release, so that its later spawns say why they fail. */
+		if (!k->quitting)
+			bi->host->event(bi->host, "backend-lease-lost",
+					json_pack("{s:s,s:s,s:s}", "launcher", bi->name,
+						  "sandboxId", k->lease, "reason", k->reason));
+		return;
+	}
+	keeper_free(d, k);
+}
+
+static int on_keeper(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct vm_keeper *k = userdata;
+	siginfo_t si = { 0 };
+
+	if (waitid((idtype_t)P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+		return 0;
+	keeper_ended(k);
+	return 0;
+}
+
+static int on_release_timeout(struct event_source *s, void *userdata)
+{
+	struct vm_keeper *k = userdata;
+
+	log_warning("%s: %s: the VM's keeper did not end: killed", k->bi->name, k->lease);
+	(void)syscall(SYS_pidfd_send_signal, k->pidfd, SIGKILL, NULL, 0);
+	return 0;
+}
+
+/* Let the VM go: the keeper kills QEMU, reaps it and exits (keeper_ended() follows). */
+static void keeper_quit(struct vm_keeper *k)
+{
+	if (k->ended || k->quitting)
+		return;
+	k->quitting = true;
+	if (keeper_send(k, VK_QUIT, NULL, 0, NULL, 0) < 0)
+		(void)syscall(SYS_pidfd_send_signal, k->pidfd, SIGKILL, NULL, 0);
+	if (!k->release_timer)
+		(void)event_add_timer(k->bi->host->loop, 5 * 1000 * 1000, false, on_release_timeout,
+				      k, &k->release_timer);
+}
+
+/* Boot a VM (for a lease, or lease NULL for a one-shot) with the workspace ws. */
+static int keeper_start(struct backend_instance *bi, const char *lease,
+			const struct backend_workspace *ws, struct vm_keeper **ret)
 {
 	struct vm_data *d = bi->data;
-	const struct backend_workspace *ws = req->workspace;
-	_cleanup_strv_free_ char **argv = NULL, **envp = NULL, **qargv = NULL;
-	_cleanup_free_ char *append = NULL, *fsdev = NULL, *wpath = NULL;
-	struct bytes init = { 0 }, exec = { 0 };
-	struct field_error fe;
-	const char *cwd = NULL;
-	uint64_t timeout_ms = 0;
-	struct relay rl = { 0 };
-	struct vm_child *ch = NULL;
-	int sv[2] = { -1, -1 }, st[2] = { -1, -1 }, null_fd = -1, pidfd = -1, r;
+	_cleanup_strv_free_ char **qargv = NULL;
+	_cleanup_free_ char *append = NULL, *wpath = NULL;
+	struct bytes init = { 0 };
+	struct keeper_args ka = { 0 };
+	struct vm_keeper *k = NULL;
+	int sv[2] = { -1, -1 }, cs[2] = { -1, -1 }, st[2] = { -1, -1 }, null_fd = -1, pidfd = -1;
+	int r;
 	bool has_ws = ws && ws->host_path && ws->mount_point;
-	size_t argc = 0, envc = 0, nq = 0;
+	size_t nq = 0;
 	uint8_t hdr[VM_FRAME_HEADER] = { 0 }, ent[32];
 	pid_t parent = getpid();
 	static char qpath[] = "PATH=/usr/bin:/bin";
@@ -750,21 +1348,10 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 
 	if (!d || !d->qemu)
 		return -ENODEV;
-	r = ipc_json_get_strv(req->plan, "argv", true, 4096, 128 * 1024, "plan", &argv, &fe);
-	if (r >= 0)
-		r = ipc_json_get_strv(req->plan, "envp", false, 4096, 128 * 1024, "plan", &envp,
-				      &fe);
-	if (r >= 0)
-		r = ipc_json_get_string(req->plan, "cwd", false, "plan", &cwd, &fe);
-	if (r >= 0)
-		r = ipc_json_get_uint64(req->plan, "timeoutMs", false, 0, UINT64_C(1) << 40, "plan",
-					&timeout_ms, &fe);
-	if (r < 0)
-		return r;
 	if (getrandom(ent, sizeof(ent), 0) != (ssize_t)sizeof(ent))
 		return -errno;
 
-	/* INIT: time (filled by the relay), flags, entropy, mount point. */
+	/* INIT: time (filled by the keeper), flags, entropy, mount point. */
 	{
 		uint8_t fixed[10] = { 0 };
 
@@ -778,30 +1365,10 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 		bytes_str(&init, has_ws ? ws->mount_point : "");
 		explicit_bzero(ent, sizeof(ent));
 	}
-	/* EXEC: counts, cwd, argv, env. */
-	for (; argv[argc]; argc++)
-		;
-	for (; envp && envp[envc]; envc++)
-		;
-	{
-		uint8_t counts[8];
-
-		vm_put32(counts, (uint32_t)argc);
-		vm_put32(counts + 4, (uint32_t)envc);
-		bytes_add(&exec, hdr, sizeof(hdr));
-		bytes_add(&exec, counts, sizeof(counts));
-		bytes_str(&exec, cwd ? cwd : "/");
-		for (size_t i = 0; i < argc; i++)
-			bytes_str(&exec, argv[i]);
-		for (size_t i = 0; i < envc; i++)
-			bytes_str(&exec, envp[i]);
-	}
 	r = -ENOMEM;
-	if (init.oom || exec.oom || init.len - VM_FRAME_HEADER > VM_FRAME_MAX ||
-	    exec.len - VM_FRAME_HEADER > VM_FRAME_MAX)
+	if (init.oom)
 		goto fail;
 	vm_frame_header(init.d, VM_INIT, (uint32_t)(init.len - VM_FRAME_HEADER));
-	vm_frame_header(exec.d, VM_EXEC, (uint32_t)(exec.len - VM_FRAME_HEADER));
 
 	/* QEMU's command line. */
 	if (asprintf(&append,
@@ -872,30 +1439,26 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 #undef QF
 
 	r = -errno;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(st, O_CLOEXEC) < 0)
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cs) < 0 || pipe2(st, O_CLOEXEC) < 0)
 		goto fail;
 	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null_fd < 0)
 		goto fail;
-	ch = calloc(1, sizeof(*ch));
+	k = calloc(1, sizeof(*k));
 	r = -ENOMEM;
-	if (!ch)
+	if (!k)
 		goto fail;
-	rl = (struct relay){
+	ka = (struct keeper_args){
 		.qemu_argv = qargv,
 		.qemu_envp = qenvp,
-		.io = { stdio_fd(req->plan, "stdin", req->fds, req->n_fds),
-			stdio_fd(req->plan, "stdout", req->fds, req->n_fds),
-			stdio_fd(req->plan, "stderr", req->fds, req->n_fds) },
+		.ctl = cs[1],
 		.agent = sv[0],
 		.qemu_end = sv[1],
 		.status = st[1],
 		.null_fd = null_fd,
 		.init = init.d,
 		.init_len = init.len,
-		.exec = exec.d,
-		.exec_len = exec.len,
-		.timeout_ms = timeout_ms,
 	};
 	{
 		struct clone_args {
@@ -912,87 +1475,302 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 		goto fail;
 	}
 	if (pid == 0) {
-		/* Its own process group, so that a terminal's signals reach it only through
-		 * the core; and it ends with the controller (QEMU with it). */
+		/* Its own process group, so that a terminal's signals never reach it; and it
+		 * ends with the controller (QEMU with it). */
 		(void)setpgid(0, 0);
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);
-		relay_run(&rl);
+		keeper_run(&ka);
 	}
 	safe_close(sv[0]);
 	safe_close(sv[1]);
+	safe_close(cs[1]);
 	safe_close(st[1]);
 	safe_close(null_fd);
 	free(init.d);
-	free(exec.d);
-	ch->bi = bi;
-	ch->pid = pid;
-	ch->pidfd = pidfd;
-	ch->status_fd = st[0];
-	ch->cb = cb;
-	ch->ud = ud;
-	ch->start_usec = now_usec();
+	k->bi = bi;
+	k->pid = pid;
+	k->pidfd = pidfd;
+	k->ctl = cs[0];
+	k->status_fd = st[0];
+	k->has_ws = has_ws;
+	k->read_only = has_ws && ws->read_only;
+	k->next_id = 1;
+	k->t_start = now_usec();
+	if (lease)
+		(void)snprintf(k->lease, sizeof(k->lease), "%s", lease);
+	(void)fcntl(cs[0], F_SETFL, O_NONBLOCK);
 	(void)fcntl(st[0], F_SETFL, O_NONBLOCK);
-	(void)snprintf(ch->sandbox, sizeof(ch->sandbox), "vm-%llu", ++d->next);
-	r = event_add_io(bi->host->loop, pidfd, EPOLLIN, on_child, ch, &ch->src);
+	r = event_add_io(bi->host->loop, pidfd, EPOLLIN, on_keeper, k, &k->pid_src);
 	if (r >= 0)
-		r = event_add_io(bi->host->loop, st[0], EPOLLIN, on_status, ch, &ch->status_src);
+		r = event_add_io(bi->host->loop, cs[0], EPOLLIN, on_ctl, k, &k->ctl_src);
+	if (r >= 0)
+		r = event_add_io(bi->host->loop, st[0], EPOLLIN, on_status, k, &k->status_src);
 	if (r < 0) {
-		(void)kill(pid, SIGKILL);
+		(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 		(void)waitid((idtype_t)P_PIDFD, (id_t)pidfd, &(siginfo_t){ 0 }, WEXITED);
-		event_source_free(ch->src);
-		event_source_free(ch->status_src);
-		safe_close(pidfd);
-		safe_close(st[0]);
-		free(ch);
+		k->next = NULL;
+		d->keepers = k; /* (keeper_free() unlinks what it finds) */
+		keeper_free(d, k);
 		return r;
 	}
-	ch->next = d->children;
-	d->children = ch;
+	k->next = d->keepers;
+	d->keepers = k;
+	*ret = k;
 	return 0;
 
 fail:
 	free(init.d);
-	free(exec.d);
-	free(ch);
+	free(k);
 	safe_close(sv[0]);
 	safe_close(sv[1]);
+	safe_close(cs[0]);
+	safe_close(cs[1]);
 	safe_close(st[0]);
 	safe_close(st[1]);
 	safe_close(null_fd);
 	return r;
 }
 
+/* fd index named by plan.stdio.<name>, or -1. */
+static int stdio_fd(json_t *plan, const char *name, const int *fds, size_t n_fds)
+{
+	json_t *v = json_object_get(json_object_get(plan, "stdio"), name);
+	json_int_t k = json_is_integer(v) ? json_integer_value(v) : -1;
+
+	return k >= 0 && (size_t)k < n_fds ? fds[k] : -1;
+}
+
+static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req,
+		    backend_spawn_cb cb, void *ud)
+{
+	struct vm_data *d = bi->data;
+	const struct backend_workspace *ws = req->workspace;
+	_cleanup_strv_free_ char **argv = NULL, **envp = NULL;
+	struct bytes msg = { 0 };
+	struct field_error fe;
+	const char *cwd = NULL;
+	uint64_t timeout_ms = 0;
+	struct vm_keeper *k = NULL;
+	struct vm_proc *p;
+	size_t argc = 0, envc = 0;
+	bool ro = ws && ws->host_path && ws->read_only;
+	int r;
+
+	if (!d || !d->qemu)
+		return -ENODEV;
+	r = ipc_json_get_strv(req->plan, "argv", true, 4096, 128 * 1024, "plan", &argv, &fe);
+	if (r >= 0)
+		r = ipc_json_get_strv(req->plan, "envp", false, 4096, 128 * 1024, "plan", &envp,
+				      &fe);
+	if (r >= 0)
+		r = ipc_json_get_string(req->plan, "cwd", false, "plan", &cwd, &fe);
+	if (r >= 0)
+		r = ipc_json_get_uint64(req->plan, "timeoutMs", false, 0, UINT64_C(1) << 40, "plan",
+					&timeout_ms, &fe);
+	if (r < 0)
+		return r;
+	if (req->lease) {
+		const char *why = NULL;
+		char buf[700];
+
+		k = keeper_find(d, req->lease);
+		if (!k)
+			why = "this lease has no VM";
+		else if (k->ended) {
+			(void)snprintf(buf, sizeof(buf), "the lease's VM is gone: %s", k->reason);
+			why = buf;
+		} else if (!k->ready || k->quitting)
+			why = "the lease's VM is not running";
+		else if (k->read_only && !ro && ws && ws->host_path)
+			why = "the lease's workspace is read-only";
+		if (why) {
+			_cleanup_json_ json_t *e = setup_error(why);
+
+			cb(bi, NULL, -1, -1, 0, e, ud);
+			return 0;
+		}
+	}
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->fds[0] = p->fds[1] = p->fds[2] = -1;
+	/* VK_EXEC: fd mask, then the agent's EXEC: id, flags, counts, cwd, argv, env. */
+	{
+		static const char *const names[] = { "stdin", "stdout", "stderr" };
+		uint8_t fixed[1 + 4 + 1 + 8] = { 0 };
+
+		for (; argv[argc]; argc++)
+			;
+		for (; envp && envp[envc]; envc++)
+			;
+		for (int i = 0; i < 3; i++) {
+			int fd = stdio_fd(req->plan, names[i], req->fds, req->n_fds);
+
+			if (fd < 0)
+				continue;
+			p->fds[i] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+			if (p->fds[i] < 0) {
+				r = -errno;
+				goto fail;
+			}
+			fixed[0] |= (uint8_t)(1 << i);
+		}
+		p->fd_mask = fixed[0];
+		/* id at fixed + 1, filled below */
+		fixed[5] = k && ro && !k->read_only ? VM_EXEC_READ_ONLY : 0;
+		vm_put32(fixed + 6, (uint32_t)argc);
+		vm_put32(fixed + 10, (uint32_t)envc);
+		bytes_add(&msg, fixed, sizeof(fixed));
+		bytes_str(&msg, cwd ? cwd : "/");
+		for (size_t i = 0; i < argc; i++)
+			bytes_str(&msg, argv[i]);
+		for (size_t i = 0; i < envc; i++)
+			bytes_str(&msg, envp[i]);
+	}
+	r = -ENOMEM;
+	if (msg.oom || msg.len > (1 << 19))
+		goto fail;
+	p->msg = TAKE_PTR(msg.d);
+	p->msg_len = msg.len;
+	p->timeout_ms = timeout_ms;
+	p->start_usec = now_usec();
+	(void)snprintf(p->sandbox, sizeof(p->sandbox), "vm-%llu", ++d->next);
+
+	if (!k) {
+		/* A one-shot: a VM of its own, the command handed over once it is ready. */
+		r = keeper_start(bi, NULL, ws, &k);
+		if (r < 0)
+			goto fail;
+		p->k = k;
+		p->id = k->next_id++;
+		vm_put32(p->msg + 1, p->id);
+		p->cb = cb;
+		p->ud = ud;
+		k->oneshot = p;
+		p->next = d->procs;
+		d->procs = p;
+		return 0;
+	}
+	p->k = k;
+	p->id = k->next_id++;
+	vm_put32(p->msg + 1, p->id);
+	p->next = d->procs;
+	d->procs = p;
+	r = proc_send(p);
+	if (r < 0) {
+		_cleanup_json_ json_t *e = setup_error("cannot hand the command to the lease's VM");
+
+		proc_free(d, p);
+		cb(bi, NULL, -1, -1, 0, e, ud);
+		return 0;
+	}
+	cb(bi, p->sandbox, fd_dup_cloexec(k->pidfd, 3), -1, k->pid, NULL, ud);
+	return 0;
+
+fail:
+	free(msg.d);
+	for (int i = 0; i < 3; i++)
+		safe_close(p->fds[i]);
+	free(p->msg);
+	free(p);
+	return r;
+}
+
+static void vm_acquire(struct backend_instance *bi, const char *lease,
+		       const struct backend_workspace *ws, int archive_fd, backend_acquire_cb done,
+		       void *ud)
+{
+	struct vm_data *d = bi->data;
+	struct vm_keeper *k;
+	char msg[200];
+	int r;
+
+	safe_close(archive_fd); /* (a direct backend gets none) */
+	if (!d || keeper_find(d, lease)) {
+		done(bi, -EEXIST, "this lease has a VM already", NULL, ud);
+		return;
+	}
+	r = keeper_start(bi, lease, ws, &k);
+	if (r < 0) {
+		(void)snprintf(msg, sizeof(msg), "cannot start the VM: %s", strerror(-r));
+		done(bi, r, msg, NULL, ud);
+		return;
+	}
+	/* Answered once the guest's agent is ready (keeper_ready()), or the VM is gone. */
+	k->acquired = done;
+	k->cb_ud = ud;
+}
+
+static void vm_release(struct backend_instance *bi, const char *lease, int archive_fd,
+		       backend_done_cb done, void *ud)
+{
+	struct vm_data *d = bi->data;
+	struct vm_keeper *k = d ? keeper_find(d, lease) : NULL;
+
+	safe_close(archive_fd);
+	if (!k) {
+		done(bi, 0, NULL, ud);
+		return;
+	}
+	if (k->ended) {
+		keeper_free(d, k);
+		done(bi, 0, NULL, ud);
+		return;
+	}
+	k->released = done;
+	k->cb_ud = ud;
+	keeper_quit(k);
+}
+
 static int vm_kill(struct backend_instance *bi, const char *sandbox, int sig)
 {
 	struct vm_data *d = bi->data;
+	struct vm_proc *p = d ? proc_find(d, sandbox) : NULL;
+	uint8_t b[8];
 
-	for (struct vm_child *ch = d ? d->children : NULL; ch; ch = ch->next)
-		if (streq(ch->sandbox, sandbox)) {
-			/* SIGKILL ends the relay, and QEMU with it (its parent-death signal);
-			 * other signals the relay forwards to the command. */
-			if (sig == SIGKILL)
-				ch->killed = true;
-			if (syscall(SYS_pidfd_send_signal, ch->pidfd, sig, NULL, 0) < 0)
-				return -errno;
-			return 0;
-		}
-	return -ESRCH;
+	if (!p)
+		return -ESRCH;
+	if (!p->sent) {
+		/* A one-shot whose VM is still booting: the VM goes. */
+		keeper_quit(p->k);
+		return 0;
+	}
+	if (sig == SIGKILL)
+		p->killed = true;
+	vm_put32(b, p->id);
+	vm_put32(b + 4, (uint32_t)sig);
+	return keeper_send(p->k, VK_SIGNAL, b, sizeof(b), NULL, 0);
 }
 
 static int vm_dispose(struct backend_instance *bi)
 {
 	struct vm_data *d = bi->data;
 
-	while (d && d->children) {
-		struct vm_child *ch = d->children;
+	while (d && d->procs) {
+		struct vm_proc *p = d->procs;
 
-		(void)syscall(SYS_pidfd_send_signal, ch->pidfd, SIGKILL, NULL, 0);
-		(void)waitid((idtype_t)P_PIDFD, (id_t)ch->pidfd, &(siginfo_t){ 0 }, WEXITED);
-		if (ch->cb)
-			spawn_answer(ch, "the backend was disposed");
-		child_free(d, ch);
+		if (p->cb)
+			proc_answer(p, "the backend was disposed");
+		proc_free(d, p);
+	}
+	while (d && d->keepers) {
+		struct vm_keeper *k = d->keepers;
+		backend_acquire_cb acquired = TAKE_PTR(k->acquired);
+		backend_done_cb released = TAKE_PTR(k->released);
+		void *ud = k->cb_ud;
+
+		if (!k->ended) {
+			(void)syscall(SYS_pidfd_send_signal, k->pidfd, SIGKILL, NULL, 0);
+			(void)waitid((idtype_t)P_PIDFD, (id_t)k->pidfd, &(siginfo_t){ 0 }, WEXITED);
+		}
+		keeper_free(d, k);
+		if (acquired)
+			acquired(bi, -ECANCELED, "the backend was disposed", NULL, ud);
+		if (released)
+			released(bi, 0, NULL, ud);
 	}
 	return 0;
 }
@@ -1014,6 +1792,8 @@ const struct backend_ops backend_vm_ops = {
 	.probe = vm_probe,
 	.hello = vm_hello,
 	.spawn = vm_spawn,
+	.acquire = vm_acquire,
+	.release = vm_release,
 	.kill = vm_kill,
 	.dispose = vm_dispose,
 	.free = vm_free,

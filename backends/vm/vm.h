@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* builtin:vm: a QEMU micro-VM per spawn (vm.c). */
+/* builtin:vm: QEMU micro-VMs, one per lease and one per one-shot command (vm.c). */
 #pragma once
 
 #include "backends/backend.h"

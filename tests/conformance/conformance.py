@@ -856,7 +856,7 @@ def check_leases(b, c):
                                           "stdio": {"stdin": "null", "stdout": "pipe", "stderr": "null"}}),
                  "a process left in the lease")
         need(wait_output(c, sp["processId"], b"ready"), "the tree in the lease never said ready")
-        seen = wait_marked_seen(m, 5, seconds=5)
+        seen = wait_marked_seen(m, 5, seconds=5) if b.claims.get("isolation") != "vm" else []
     finally:
         rel = c.call("sandbox.release", {"sandboxId": sid})
     res(rel, "sandbox.release")
@@ -873,8 +873,11 @@ def check_leases(b, c):
              % short(got))
     w = res(c.call("process.wait", {"processId": sp["processId"]}, timeout=15), "process.wait after release")
     left = wait_marked_gone(m, 5)
-    need(len(seen) >= 5, "only %d of the 5 marked processes were seen on the host" % len(seen))
-    need(not left, "release left processes: %s" % ", ".join("%d (%s)" % (p, cmdline(p)) for p in left))
+    # A VM's processes are in its own kernel: none are on the host to see or to leave behind
+    # (the backend's own tests check that nothing of the VM is left).
+    if b.claims.get("isolation") != "vm":
+        need(len(seen) >= 5, "only %d of the 5 marked processes were seen on the host" % len(seen))
+        need(not left, "release left processes: %s" % ", ".join("%d (%s)" % (p, cmdline(p)) for p in left))
     need(w.get("reason") == "killed" or w.get("signal") == 9,
          "the left process ended as %s" % short({k: w.get(k) for k in ("exitCode", "signal", "reason")}))
     lst = res(c.call("sandbox.list", {}), "sandbox.list")["sandboxes"]

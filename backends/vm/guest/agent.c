@@ -3,9 +3,11 @@
  * The builtin:vm guest agent: PID 1 of the micro-VM's initramfs (built -static). It mounts
  * /proc, /sys and /dev, loads the modules listed in /etc/agent-modules (finit_module), brings
  * up lo, opens the virtio-serial port named "agent" and speaks the frames of backends/vm/vm-proto.h
- * with the host: READY; INIT (wall clock, entropy, workspace mount); one EXEC whose stdout and
- * stderr are streamed apart, its stdin fed until STDIN_EOF, signals forwarded; EXIT (code or
- * signal), after which the command's whole session is killed and the VM powers off.
+ * with the host: READY; INIT (wall clock, entropy, workspace mount); then any number of EXECs,
+ * running at once, each with its own id: its stdout and stderr streamed apart, its stdin fed
+ * until STDIN_EOF (one STDIN frame at a time, each acknowledged once written), signals
+ * forwarded to its session; EXIT (code or signal) once it ended, after which the command's
+ * whole session is killed. The VM powers off when the host closes the port.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -14,6 +16,7 @@
 #include <linux/random.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,6 +36,8 @@
 #include "../vm-proto.h"
 
 static int port = -1;
+/* The workspace's mount point (INIT), for a command that sees it read-only. */
+static char ws_mount[4096];
 
 static void die_poweroff(void)
 {
@@ -84,12 +89,17 @@ static void send_frame(uint8_t type, const void *data, uint32_t len)
 		die_poweroff();
 }
 
-static void send_error(const char *fmt, const char *arg)
+static void send_error(uint32_t id, const char *fmt, const char *arg)
 {
-	char msg[512];
-	int n = snprintf(msg, sizeof(msg), fmt, arg, strerror(errno));
+	char msg[516];
+	int n = snprintf(msg + 4, sizeof(msg) - 4, fmt, arg, strerror(errno));
 
-	send_frame(VM_ERROR, msg, n > 0 ? (uint32_t)n : 0);
+	vm_put32((uint8_t *)msg, id);
+	if (n < 0)
+		n = 0;
+	else if (n > (int)sizeof(msg) - 5)
+		n = (int)sizeof(msg) - 5;
+	send_frame(VM_ERROR, msg, 4 + (uint32_t)n);
 }
 
 /* Each module of /etc/agent-modules; a pass over the ones that failed (an unknown symbol: a
@@ -235,7 +245,9 @@ static void do_init(const uint8_t *b, uint32_t len)
 		mkdir_p(mp);
 		if (mount("ws", mp, "9p", (b[8] & VM_INIT_READ_ONLY) ? MS_RDONLY : 0,
 			  "trans=virtio,version=9p2000.L,msize=524288,cache=none") < 0)
-			send_error("mount %s: %s", mp);
+			send_error(0, "mount %s: %s", mp);
+		else
+			(void)snprintf(ws_mount, sizeof(ws_mount), "%s", mp);
 	}
 }
 
@@ -247,8 +259,8 @@ static int parse_exec(uint8_t *b, uint32_t len, char ***argv, char ***envp, char
 
 	if (len < 8 || b[len - 1] != 0)
 		return -1;
-	argc = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-	envc = (uint32_t)b[4] << 24 | (uint32_t)b[5] << 16 | (uint32_t)b[6] << 8 | b[7];
+	argc = vm_get32(b);
+	envc = vm_get32(b + 4);
 	if (argc == 0 || argc > 65536 || envc > 65536)
 		return -1;
 	*argv = calloc(argc + 1, sizeof(char *));
@@ -283,7 +295,7 @@ static int read_frame(uint8_t *type, struct buf *b)
 	if (read_all(port, h, sizeof(h)) < 0)
 		return -1;
 	*type = h[0];
-	len = (uint32_t)h[1] << 24 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 8 | h[4];
+	len = vm_get32(h + 1);
 	if (len > VM_FRAME_MAX)
 		return -1;
 	if (len + 1 > b->cap) {
@@ -298,14 +310,204 @@ static int read_frame(uint8_t *type, struct buf *b)
 	return len ? read_all(port, b->d, len) : 0;
 }
 
-int main(void)
+/* A command the host started. */
+struct cmd {
+	struct cmd *next;
+	uint32_t id;
+	pid_t pid;
+	int out, err, in; /* our pipe ends; -1 once closed */
+	struct buf inbuf; /* the STDIN frame being written */
+	bool in_eof, done;
+	bool out_wait, err_wait; /* a STDOUT/STDERR frame not acknowledged yet */
+	int status;
+};
+
+static struct cmd *cmds;
+
+static struct cmd *cmd_find(uint32_t id)
+{
+	for (struct cmd *c = cmds; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+static void send_id(uint8_t type, uint32_t id)
+{
+	uint8_t b[4];
+
+	vm_put32(b, id);
+	send_frame(type, b, 4);
+}
+
+static void send_exit(uint32_t id, uint32_t code, uint32_t sig)
+{
+	uint8_t x[12];
+
+	vm_put32(x, id);
+	vm_put32(x + 4, code);
+	vm_put32(x + 8, sig);
+	send_frame(VM_EXIT, x, 12);
+}
+
+static void cmd_close_in(struct cmd *c)
+{
+	if (c->in >= 0)
+		close(c->in);
+	c->in = -1;
+	c->inbuf.len = 0;
+}
+
+/* In the child: the workspace read-only for this command alone (its own mount namespace). */
+static int workspace_read_only(void)
+{
+	if (!ws_mount[0])
+		return 0;
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount(ws_mount, ws_mount, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+	    mount(NULL, ws_mount, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+		return -1;
+	return 0;
+}
+
+/* EXEC: u32 id, u8 flags, then what parse_exec() reads. */
+static void do_exec(uint8_t *b, uint32_t len)
 {
 	char **argv = NULL, **envp = NULL, *cwd = NULL;
-	int out[2], err[2], in[2], pidfd;
-	struct buf fb = { 0 }, inbuf = { 0 };
-	bool in_eof = false, child_done = false;
-	int status = 0;
+	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
+	struct cmd *c;
+	uint32_t id;
+	uint8_t flags;
 	pid_t pid;
+
+	if (len < 5)
+		return;
+	id = vm_get32(b);
+	flags = b[4];
+	if (cmd_find(id) || parse_exec(b + 5, len - 5, &argv, &envp, &cwd) < 0) {
+		send_frame(VM_ERROR, b, 4); /* (the id, no text: a bad frame) */
+		send_exit(id, 126, 0);
+		goto out;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+	    pipe2(in, O_CLOEXEC) < 0) {
+		send_error(id, "exec %s: %s", argv[0]);
+		send_exit(id, 126, 0);
+		goto fail;
+	}
+	pid = fork();
+	if (pid < 0) {
+		send_error(id, "fork for %s: %s", argv[0]);
+		send_exit(id, 126, 0);
+		goto fail;
+	}
+	if (pid == 0) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		(void)setsid();
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		signal(SIGPIPE, SIG_DFL);
+		if ((flags & VM_EXEC_READ_ONLY) && workspace_read_only() < 0) {
+			dprintf(2, "cordon-vm-agent: a read-only workspace: %s\n", strerror(errno));
+			_exit(126);
+		}
+		if (cwd[0] && chdir(cwd) < 0) {
+			dprintf(2, "cordon-vm-agent: chdir %s: %s\n", cwd, strerror(errno));
+			_exit(126);
+		}
+		execvpe(argv[0], argv, envp);
+		dprintf(2, "cordon-vm-agent: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	c->id = id;
+	c->pid = pid;
+	c->out = out[0];
+	c->err = err[0];
+	c->in = in[1];
+	c->next = cmds;
+	cmds = c;
+	goto out;
+fail:
+	free(c);
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (err[i] >= 0)
+			close(err[i]);
+		if (in[i] >= 0)
+			close(in[i]);
+	}
+out:
+	free(argv);
+	free(envp);
+}
+
+static void do_frame(uint8_t type, struct buf *fb)
+{
+	struct cmd *c;
+
+	if (type == VM_INIT) {
+		do_init(fb->d, (uint32_t)fb->len);
+		return;
+	}
+	if (type == VM_EXEC) {
+		do_exec(fb->d, (uint32_t)fb->len);
+		return;
+	}
+	if (fb->len < 4 || !(c = cmd_find(vm_get32(fb->d))))
+		return; /* (a command that ended meanwhile) */
+	if (type == VM_STDIN) {
+		if (c->in < 0 || fb->len == 4) {
+			send_id(VM_STDIN_ACK, c->id);
+			return;
+		}
+		if (c->inbuf.len + fb->len - 4 > c->inbuf.cap) {
+			uint8_t *n = realloc(c->inbuf.d, c->inbuf.len + fb->len - 4);
+
+			if (!n) {
+				cmd_close_in(c);
+				return;
+			}
+			c->inbuf.d = n;
+			c->inbuf.cap = c->inbuf.len + fb->len - 4;
+		}
+		memcpy(c->inbuf.d + c->inbuf.len, fb->d + 4, fb->len - 4);
+		c->inbuf.len += fb->len - 4;
+	} else if (type == VM_STDIN_EOF) {
+		c->in_eof = true;
+	} else if (type == VM_OUTPUT_ACK && fb->len == 5) {
+		if (fb->d[4] == 1)
+			c->out_wait = false;
+		else if (fb->d[4] == 2)
+			c->err_wait = false;
+	} else if (type == VM_SIGNAL && fb->len == 8) {
+		int sig = (int)vm_get32(fb->d + 4);
+
+		if (!c->done && kill(-c->pid, sig) < 0)
+			(void)kill(c->pid, sig);
+	}
+}
+
+static void on_sigchld(int sig)
+{
+	(void)sig;
+}
+
+int main(void)
+{
+	struct buf fb = { 0 };
+	struct pollfd *p = NULL;
+	struct cmd **pc = NULL;
+	size_t cap = 0;
 	uint8_t type;
 
 	(void)mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
@@ -324,145 +526,146 @@ int main(void)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* SIGCHLD wakes poll (EINTR) when a command or an orphan ends. */
+	{
+		sigset_t chld;
+
+		signal(SIGCHLD, on_sigchld);
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		sigprocmask(SIG_BLOCK, &chld, NULL);
+	}
 	load_modules();
 	lo_up();
 	port = open_port();
 	if (port < 0)
 		die_poweroff();
-	send_frame(VM_READY, NULL, 0);
+	{
+		struct timespec ts;
+		uint8_t b[8];
+		uint64_t ns;
 
-	/* INIT, then EXEC. */
-	for (;;) {
-		if (read_frame(&type, &fb) < 0)
-			die_poweroff();
-		if (type == VM_INIT)
-			do_init(fb.d, (uint32_t)fb.len);
-		else if (type == VM_EXEC)
-			break;
+		clock_gettime(CLOCK_BOOTTIME, &ts);
+		ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+		vm_put32(b, (uint32_t)(ns >> 32));
+		vm_put32(b + 4, (uint32_t)ns);
+		send_frame(VM_READY, b, 8);
 	}
-	if (parse_exec(fb.d, (uint32_t)fb.len, &argv, &envp, &cwd) < 0) {
-		send_frame(VM_ERROR, "bad exec frame", 14);
-		die_poweroff();
-	}
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(in, O_CLOEXEC) < 0)
-		die_poweroff();
-	pid = fork();
-	if (pid < 0)
-		die_poweroff();
-	if (pid == 0) {
-		(void)setsid();
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		signal(SIGPIPE, SIG_DFL);
-		if (cwd[0] && chdir(cwd) < 0) {
-			dprintf(2, "cordon-vm-agent: chdir %s: %s\n", cwd, strerror(errno));
-			_exit(126);
-		}
-		execvpe(argv[0], argv, envp);
-		dprintf(2, "cordon-vm-agent: exec %s: %s\n", argv[0], strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
-	}
-	close(in[0]);
-	close(out[1]);
-	close(err[1]);
-	fcntl(in[1], F_SETFL, O_NONBLOCK);
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 
 	for (;;) {
-		struct pollfd p[5] = {
-			{ .fd = out[0], .events = POLLIN },
-			{ .fd = err[0], .events = POLLIN },
-			{ .fd = inbuf.len ? -1 : port, .events = POLLIN },
-			{ .fd = in[1] >= 0 && inbuf.len ? in[1] : -1, .events = POLLOUT },
-			{ .fd = child_done ? -1 : pidfd, .events = POLLIN },
-		};
+		size_t n = 0, want = 2;
+		sigset_t none;
+		int k;
 
-		if (out[0] < 0 && err[0] < 0 && child_done)
-			break;
-		if (poll(p, 5, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			die_poweroff();
-		}
-		for (int i = 0; i < 2; i++) {
-			int *fd = i == 0 ? &out[0] : &err[0];
-			uint8_t data[65536];
-			ssize_t k;
+		for (struct cmd *c = cmds; c; c = c->next)
+			want += 3;
+		if (want > cap) {
+			struct pollfd *np = realloc(p, want * sizeof(*p));
+			struct cmd **nc = realloc(pc, want * sizeof(*pc));
 
-			if (p[i].fd < 0 || !p[i].revents)
-				continue;
-			k = read(*fd, data, sizeof(data));
-			if (k > 0)
-				send_frame(i == 0 ? VM_STDOUT : VM_STDERR, data, (uint32_t)k);
-			else if (k == 0 || errno != EINTR) {
-				close(*fd);
-				*fd = -1;
-			}
-		}
-		if (p[2].fd >= 0 && p[2].revents) {
-			if (read_frame(&type, &fb) < 0)
+			if (np)
+				p = np;
+			if (nc)
+				pc = nc;
+			if (!np || !nc)
 				die_poweroff();
-			if (type == VM_STDIN && fb.len && in[1] >= 0) {
-				struct buf t = inbuf;
-
-				inbuf = fb;
-				fb = t;
-			} else if (type == VM_STDIN_EOF) {
-				in_eof = true;
-			} else if (type == VM_SIGNAL && fb.len == 4) {
-				int sig = (int)((uint32_t)fb.d[0] << 24 | (uint32_t)fb.d[1] << 16 |
-						(uint32_t)fb.d[2] << 8 | fb.d[3]);
-
-				if (kill(-pid, sig) < 0)
-					(void)kill(pid, sig);
+			cap = want;
+		}
+		p[n] = (struct pollfd){ .fd = port, .events = POLLIN };
+		pc[n++] = NULL;
+		for (struct cmd *c = cmds; c; c = c->next) {
+			if (c->out >= 0 && !c->out_wait) {
+				p[n] = (struct pollfd){ .fd = c->out, .events = POLLIN };
+				pc[n++] = c;
+			}
+			if (c->err >= 0 && !c->err_wait) {
+				p[n] = (struct pollfd){ .fd = c->err, .events = POLLIN };
+				pc[n++] = c;
+			}
+			if (c->in >= 0 && c->inbuf.len) {
+				p[n] = (struct pollfd){ .fd = c->in, .events = POLLOUT };
+				pc[n++] = c;
 			}
 		}
-		if (p[3].fd >= 0 && p[3].revents) {
-			ssize_t k = write(in[1], inbuf.d, inbuf.len);
+		sigemptyset(&none);
+		k = ppoll(p, n, NULL, &none);
+		if (k < 0 && errno != EINTR)
+			die_poweroff();
+		for (size_t i = 1; k > 0 && i < n; i++) {
+			struct cmd *c = pc[i];
 
-			if (k > 0) {
-				memmove(inbuf.d, inbuf.d + k, inbuf.len - (size_t)k);
-				inbuf.len -= (size_t)k;
-			} else if (k < 0 && errno != EAGAIN && errno != EINTR) {
-				inbuf.len = 0;
-				close(in[1]);
-				in[1] = -1;
+			if (!p[i].revents)
+				continue;
+			if (p[i].fd == c->out || p[i].fd == c->err) {
+				static uint8_t data[4 + VM_OUTPUT_CHUNK];
+				bool is_out = p[i].fd == c->out;
+				ssize_t r = read(p[i].fd, data + 4, VM_OUTPUT_CHUNK);
+
+				if (r > 0) {
+					vm_put32(data, c->id);
+					send_frame(is_out ? VM_STDOUT : VM_STDERR, data,
+						   4 + (uint32_t)r);
+					*(is_out ? &c->out_wait : &c->err_wait) = true;
+				} else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+					close(p[i].fd);
+					*(is_out ? &c->out : &c->err) = -1;
+				}
+			} else if (p[i].fd == c->in) {
+				ssize_t r = write(c->in, c->inbuf.d, c->inbuf.len);
+
+				if (r > 0) {
+					memmove(c->inbuf.d, c->inbuf.d + r,
+						c->inbuf.len - (size_t)r);
+					c->inbuf.len -= (size_t)r;
+					if (!c->inbuf.len)
+						send_id(VM_STDIN_ACK, c->id);
+				} else if (r < 0 && errno != EAGAIN && errno != EINTR) {
+					cmd_close_in(c);
+					send_id(VM_STDIN_ACK, c->id);
+				}
 			}
 		}
-		if (in_eof && !inbuf.len && in[1] >= 0) {
-			close(in[1]);
-			in[1] = -1;
+		if (k > 0 && p[0].revents) {
+			if (read_frame(&type, &fb) < 0)
+				die_poweroff(); /* the host let go of the VM */
+			do_frame(type, &fb);
 		}
-		if (p[4].fd >= 0 && p[4].revents)
-			/* The command ended: nothing of its session outlives it, so its pipes
-			 * reach EOF. */
-			(void)kill(-pid, SIGKILL);
-		/* Reap the command and whatever was orphaned to PID 1. */
+		/* Reap the commands and whatever was orphaned to PID 1. */
 		for (;;) {
 			int st;
 			pid_t w = waitpid(-1, &st, WNOHANG);
 
 			if (w <= 0)
 				break;
-			if (w == pid) {
-				status = st;
-				child_done = true;
-				(void)kill(-pid, SIGKILL);
+			for (struct cmd *c = cmds; c; c = c->next)
+				if (c->pid == w && !c->done) {
+					c->status = st;
+					c->done = true;
+					/* Nothing of its session outlives it, so its pipes reach
+					 * EOF. */
+					(void)kill(-c->pid, SIGKILL);
+				}
+		}
+		/* Stdin's EOF once what came before it is written; a command that ended and whose
+		 * output is all sent is reported. */
+		for (struct cmd **cc = &cmds; *cc;) {
+			struct cmd *c = *cc;
+
+			if (c->in_eof && !c->inbuf.len && c->in >= 0)
+				cmd_close_in(c);
+			if (c->done && c->out < 0 && c->err < 0) {
+				send_exit(
+					c->id,
+					WIFEXITED(c->status) ? (uint32_t)WEXITSTATUS(c->status) : 0,
+					WIFSIGNALED(c->status) ? (uint32_t)WTERMSIG(c->status) : 0);
+				cmd_close_in(c);
+				*cc = c->next;
+				free(c->inbuf.d);
+				free(c);
+				continue;
 			}
+			cc = &c->next;
 		}
 	}
-	{
-		uint8_t x[8];
-		uint32_t code = WIFEXITED(status) ? (uint32_t)WEXITSTATUS(status) : 0;
-		uint32_t sig = WIFSIGNALED(status) ? (uint32_t)WTERMSIG(status) : 0;
-
-		vm_put32(x, code);
-		vm_put32(x + 4, sig);
-		send_frame(VM_EXIT, x, 8);
-	}
-	/* Wait for the host to close the port (it has the exit), then power off. */
-	(void)read_frame(&type, &fb);
-	die_poweroff();
 	return 0;
 }
