@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The Daytona pack against the loopback Daytona fake (see daytona-pack.py): activation with a wrong key,
-# a lease's exec and release, an escaping archive refused, the key never leaking, orphans
-# removed after the pack is killed.
+# The Daytona pack against the loopback Daytona fake (see daytona-pack.py): activation with a
+# wrong key, a lease's exec and release, the archive's download retried after a 5xx and failing
+# (host unchanged) when cut mid-way, an escaping archive refused, the key never leaking, orphans
+# removed after the pack is killed (found through a paged list).
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 PACK_BIN="$top_builddir/backends/daytona/cordon-daytona-pack"

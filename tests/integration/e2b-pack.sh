@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The E2B pack against the loopback E2B fake (see e2b-pack.py): activation with a wrong key,
-# a lease's exec and release, an escaping archive refused, the key never leaking, orphans
-# removed after the pack is killed.
+# a lease's exec and release, a cut process stream followed again (Connect, bounded attempts),
+# the archive's download retried after a 5xx and failing (host unchanged) when cut mid-way, an
+# escaping archive refused, the key never leaking, orphans removed after the pack is killed
+# (found through a paged list).
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 PACK_BIN="$top_builddir/backends/e2b/cordon-e2b-pack"
