@@ -137,6 +137,10 @@ int cli_cmd_pack(struct cli *cli, int argc, char **argv)
 				       "serves)\n",
 				       json_string_value(json_object_get(v, "name")),
 				       json_string_value(json_object_get(v, "path")));
+			json_array_foreach(json_object_get(asks, "env"), k, v)
+				printf("  environment variable %s (from the controller's "
+				       "environment)\n",
+				       json_string_value(v));
 			if (!json_is_true(json_object_get(p, "enabled")))
 				printf("  not enabled: it asks for more than a sandbox of its own; "
 				       "enable it with 'cordon pack enable %s'\n",

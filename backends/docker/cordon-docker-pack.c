@@ -12,8 +12,13 @@
  *
  * Every container: the workspace at its mount point (`:ro` when read-only), the plan's
  * environment, User = our uid:gid, CapDrop ALL, no-new-privileges, NetworkMode none, the
- * plan's pids/memory/CPU limits, and the label org.cordon.pack=docker (prepare removes such
+ * plan's pids/memory limits and rlimits (the settings' defaults where it has no pids or memory
+ * limit; defaultCpus as NanoCpus), and the label org.cordon.pack=docker (prepare removes such
  * containers left by an earlier process of this pack on the same engine).
+ *
+ * The engine's socket: the socket setting, else DOCKER_HOST's unix:// path (the manifest asks
+ * for the controller's DOCKER_HOST), else /var/run/docker.sock; always one of the manifest's
+ * hostSockets. With the trace setting, each command's steps are timed on the controller's log.
  *
  * Requests use libcurl over the Unix socket; attach and exec-start are hijacked connections we
  * speak HTTP/1.1 on ourselves (Upgrade: tcp), multiplexed 8-byte frames (never a TTY).
@@ -70,6 +75,51 @@ static json_int_t podman_nofile, podman_nproc;
  * stays locked while it lives. */
 static char owner[33];
 static int owner_fd = -1;
+/* The settings' defaults for the limits a plan leaves open (0: none), and the trace setting. */
+static json_int_t default_memory, default_pids;
+static double default_cpus;
+static bool trace;
+
+/* With the trace setting: how long each step of a command took, logged when it ends. */
+struct trace {
+	unsigned long long t0, last;
+	struct timespec at; /* t0 on the wall clock: where the request arrived */
+	char buf[512];
+	size_t n;
+};
+
+static void trace_start(struct trace *t)
+{
+	t->t0 = t->last = now_usec();
+	(void)clock_gettime(CLOCK_REALTIME, &t->at);
+	t->n = 0;
+	t->buf[0] = '\0';
+}
+
+/* Record the time since the previous mark as STAGE's (ms). */
+static void trace_mark(struct trace *t, const char *stage)
+{
+	unsigned long long now;
+	int k;
+
+	if (!trace)
+		return;
+	now = now_usec();
+	k = snprintf(t->buf + t->n, sizeof(t->buf) - t->n, " %s=%.2f", stage,
+		     (double)(now - t->last) / 1000.0);
+	if (k > 0 && (size_t)k < sizeof(t->buf) - t->n)
+		t->n += (size_t)k;
+	t->last = now;
+}
+
+static void trace_log(struct trace *t, const char *what, const char *name)
+{
+	if (trace)
+		fprintf(stderr,
+			"cordon-docker-pack: trace %s %s at=%lld.%06ld:%s total=%.2f (ms)\n", what,
+			name, (long long)t->at.tv_sec, t->at.tv_nsec / 1000, t->buf,
+			(double)(now_usec() - t->t0) / 1000.0);
+}
 
 /* A command we started: a container (one-shot) or an exec in a lease's container. */
 struct sandbox {
@@ -79,6 +129,7 @@ struct sandbox {
 	char exec_id[80];   /* set for an exec */
 	int killed_signal;  /* kill asked for (0: none) */
 	bool timed_out;
+	struct trace tr;
 };
 
 struct lease {
@@ -455,6 +506,18 @@ static json_t *container_config(json_t *plan, json_t *ws, bool read_only, const 
 		json_object_set(host, "Memory", json_object_get(cg, "memoryMaxBytes"));
 		json_object_set(host, "MemorySwap", json_object_get(cg, "memoryMaxBytes"));
 	}
+	/* The settings' defaults, only where the plan has no limit of its own: a plan's limit
+	 * always wins, so a default never loosens one. The plan has no CPU bandwidth at all
+	 * (docs/PROTOCOL.md §1.3): defaultCpus is the only NanoCpus. */
+	if (!json_is_integer(json_object_get(cg, "pidsMax")) && default_pids > 0)
+		json_object_set_new(host, "PidsLimit", json_integer(default_pids));
+	if (!json_is_integer(json_object_get(cg, "memoryMaxBytes")) && default_memory > 0) {
+		json_object_set_new(host, "Memory", json_integer(default_memory));
+		json_object_set_new(host, "MemorySwap", json_integer(default_memory));
+	}
+	if (default_cpus > 0)
+		json_object_set_new(host, "NanoCpus",
+				    json_integer((json_int_t)(default_cpus * 1e9 + 0.5)));
 	/* The plan's rlimits (soft = hard) under the same names; the engine knows no "as". */
 	{
 		json_t *ul = json_array(), *lim;
@@ -575,8 +638,10 @@ static void *run_thread(void *ud)
 	int r, code = 0, sig = 0;
 	const char *reason = "exited";
 	bool gone = false;
+	int polls = 0;
 
 	r = pump(run->sock, run->fds[0], run->fds[1], run->fds[2], run->deadline);
+	trace_mark(&sb->tr, "stream");
 	if (r == -ETIMEDOUT) {
 		sb->timed_out = true;
 		if (*sb->exec_id)
@@ -607,23 +672,45 @@ static void *run_thread(void *ud)
 			}
 			if (!json_is_true(json_object_get(ins, "Running")))
 				break;
+			polls++;
 			(void)usleep(10000);
 		}
 		if (!gone)
 			code = (int)json_integer_value(json_object_get(ins, "ExitCode"));
+		trace_mark(&sb->tr, "exec-inspect");
+		if (trace && polls) {
+			int k = snprintf(sb->tr.buf + sb->tr.n, sizeof(sb->tr.buf) - sb->tr.n,
+					 " polls=%d", polls);
+
+			if (k > 0 && (size_t)k < sizeof(sb->tr.buf) - sb->tr.n)
+				sb->tr.n += (size_t)k;
+		}
 	} else {
-		path = strdup_printf("/containers/%s/wait", sb->container);
-		if (!path || engine("POST", path, NULL, 30000, &w, err, sizeof(err)) != 200)
+		/* Podman's compat wait polls the container's state at a long interval (≈ 0.3 s
+		 * median added here): its own API's wait takes the interval, and answers the exit
+		 * status as a bare integer. The stream has ended, so the polling is the tail's. */
+		path = podman ? strdup_printf("/libpod/containers/%s/wait?condition=exited&"
+					      "condition=stopped&interval=10ms",
+					      sb->container)
+			      : strdup_printf("/containers/%s/wait", sb->container);
+		if (!path || engine("POST", path, NULL, 30000, &w, err, sizeof(err)) != 200 ||
+		    (podman && !json_is_integer(w)))
 			gone = true;
 		else
-			code = (int)json_integer_value(json_object_get(w, "StatusCode"));
+			code = (int)json_integer_value(podman ? w
+							      : json_object_get(w, "StatusCode"));
+		trace_mark(&sb->tr, "wait");
 		free(path);
 		path = strdup_printf("/containers/%s/json", sb->container);
-		if (!gone && path &&
+		/* Only a SIGKILL (status 137) can be the OOM killer's: no inspect otherwise. */
+		if (!gone && code == 128 + SIGKILL && path &&
 		    engine("GET", path, NULL, 10000, &ins, err, sizeof(err)) == 200 &&
 		    json_is_true(json_object_get(json_object_get(ins, "State"), "OOMKilled")))
 			reason = "memory";
+		if (code == 128 + SIGKILL)
+			trace_mark(&sb->tr, "inspect");
 		remove_container(sb->container);
+		trace_mark(&sb->tr, "remove");
 	}
 	if (gone) {
 		/* The engine went away mid-run: the command's end is unknown. */
@@ -645,6 +732,8 @@ static void *run_thread(void *ud)
 		"exited", json_pack("{s:s,s:i,s:i,s:s,s:I}", "sandbox", sb->name, "exitCode", code,
 				    "signal", sig, "reason", reason, "durationUsec",
 				    (json_int_t)(now_usec() - run->started))));
+	trace_mark(&sb->tr, "exited");
+	trace_log(&sb->tr, *sb->exec_id ? "exec" : "one-shot", sb->name);
 	for (int i = 0; i < 3; i++)
 		safe_close(run->fds[i]);
 	pthread_mutex_lock(&table_lock);
@@ -729,6 +818,7 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 			sb = &sandboxes[i];
 			*sb = (struct sandbox){ .used = true };
 			(void)snprintf(sb->name, sizeof(sb->name), "d%.12s-%llu", owner, ++serial);
+			trace_start(&sb->tr);
 		}
 	pthread_mutex_unlock(&table_lock);
 	if (!sb) {
@@ -751,8 +841,11 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 		json_t *env = json_array(), *v;
 		size_t i;
 
-		if (lease_container(l, plan, ws, err, sizeof(err)) < 0)
-			goto engine_failed;
+		if (!*l->container) {
+			if (lease_container(l, plan, ws, err, sizeof(err)) < 0)
+				goto engine_failed;
+			trace_mark(&sb->tr, "lease-container");
+		}
 		json_array_foreach(json_object_get(plan, "envp"), i, v)
 			json_array_append(env, v);
 		/* The mark kill() finds the command's processes by (an exec has no kill of its
@@ -774,9 +867,11 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 			json_object_set_new(cfg, "User", json_string(user));
 		}
 		path = strdup_printf("/containers/%s/exec", l->container);
+		trace_mark(&sb->tr, "config");
 		s = engine("POST", path, cfg, 30000, &out, err, sizeof(err));
 		if (s != 201)
 			goto engine_failed;
+		trace_mark(&sb->tr, "exec-create");
 		cid = json_string_value(json_object_get(out, "Id"));
 		(void)snprintf(sb->container, sizeof(sb->container), "%s", l->container);
 		(void)snprintf(sb->exec_id, sizeof(sb->exec_id), "%s", cid ? cid : "");
@@ -790,15 +885,18 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 			free(run);
 			goto engine_failed;
 		}
+		trace_mark(&sb->tr, "exec-start");
 	} else {
 		cfg = container_config(plan, ws, streq_ptr(access, "read-only"), NULL, true,
 				       which[0] >= 0);
 		json_object_set(cfg, "Cmd", json_object_get(plan, "argv"));
 		json_object_set_new(cfg, "Entrypoint", json_pack("[]"));
 		json_object_set_new(cfg, "WorkingDir", json_string(wd ? wd : "/"));
+		trace_mark(&sb->tr, "config");
 		s = engine("POST", "/containers/create", cfg, 30000, &out, err, sizeof(err));
 		if (s != 201)
 			goto engine_failed;
+		trace_mark(&sb->tr, "create");
 		cid = json_string_value(json_object_get(out, "Id"));
 		(void)snprintf(sb->container, sizeof(sb->container), "%s", cid ? cid : "");
 		path = strdup_printf("/containers/%s/attach?stream=1&stdin=%d&stdout=1&stderr=1",
@@ -809,6 +907,7 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 			goto engine_failed;
 		}
 		run->sock = hijack(path, "", err, sizeof(err));
+		trace_mark(&sb->tr, "attach");
 		free(path);
 		path = strdup_printf("/containers/%s/start", sb->container);
 		if (run->sock < 0 ||
@@ -819,6 +918,7 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 			reply_error(id, err, start_error_data(err));
 			goto free_sb;
 		}
+		trace_mark(&sb->tr, "start");
 	}
 	run->sb = sb;
 	run->started = now_usec();
@@ -830,6 +930,7 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 		run->fds[i] = which[i] >= 0 ? fcntl(fds[which[i]], F_DUPFD_CLOEXEC, 3) : -1;
 	}
 	reply(id, json_pack("{s:s}", "sandbox", sb->name));
+	trace_mark(&sb->tr, "reply");
 	if (pthread_create(&t, NULL, run_thread, run) != 0) {
 		run_thread(run);
 		return;
@@ -1145,24 +1246,164 @@ static int pull_image(char *err, size_t err_size)
 	return (int)status;
 }
 
+/*
+ * A number setting: absent or null is 0 (none); otherwise 0, or within [min, max] (an integer
+ * when integral is set). Why not in err, naming the setting.
+ */
+static int number_setting(json_t *settings, const char *key, double min, double max, bool integral,
+			  double *ret, char *err, size_t err_size)
+{
+	json_t *v = json_object_get(settings, key);
+	double d;
+
+	*ret = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	d = json_number_value(v);
+	if (!json_is_number(v) || (d != 0 && (d < min || d > max)) ||
+	    (integral && d != (double)(json_int_t)d)) {
+		(void)snprintf(err, err_size,
+			       "settings.%s: expected 0 (none) or %s from %.16g to %.16g", key,
+			       integral ? "an integer" : "a number", min, max);
+		return -EINVAL;
+	}
+	*ret = d;
+	return 0;
+}
+
+/*
+ * Whether PATH is a host socket this pack's manifest (pack.json beside our executable) asks
+ * for: the only sockets its process can reach (each bound in only when the admin floor's
+ * packSockets lists it too). Returns 1 (listed), 0 (not: the list in `listed`), or a negative
+ * errno when the manifest cannot be read.
+ */
+static int manifest_lists(const char *path, char *listed, size_t listed_size)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	_cleanup_free_ char *manifest = NULL;
+	_cleanup_json_ json_t *m = NULL;
+	size_t i, len = 0;
+	json_t *v;
+	char *slash;
+
+	if (n <= 0)
+		return -errno;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	manifest = strdup_printf("%s/pack.json", exe);
+	m = manifest ? json_load_file(manifest, 0, NULL) : NULL;
+	if (!m)
+		return -ENOENT;
+	*listed = '\0';
+	json_array_foreach(json_object_get(m, "hostSockets"), i, v) {
+		const char *p = json_string_value(json_object_get(v, "path"));
+
+		if (streq_ptr(p, path))
+			return 1;
+		if (p && len < listed_size) {
+			int k = snprintf(listed + len, listed_size - len, "%s%s", len ? ", " : "",
+					 p);
+
+			if (k > 0)
+				len += (size_t)k;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The engine's socket: the socket setting, else the path of DOCKER_HOST (passed from the
+ * controller's environment: the manifest's "env"), else /var/run/docker.sock. A unix:// URL is
+ * its path; any other scheme is refused, and so is a socket the manifest does not ask for.
+ */
+static int resolve_socket(const char *setting, char *err, size_t err_size)
+{
+	const char *host = getenv("DOCKER_HOST");
+	const char *v = setting, *from = "settings.socket";
+	char listed[1024] = "";
+	int r;
+
+	if (!v || !*v) {
+		v = host && *host ? host : "/var/run/docker.sock";
+		from = host && *host ? "DOCKER_HOST" : "the default";
+	}
+	if (startswith(v, "unix://"))
+		v += strlen("unix://");
+	else if (strstr(v, "://") || (v == host && *v != '/')) {
+		(void)snprintf(
+			err, err_size,
+			"%s: \"%s\" is not a Unix socket: this pack reaches its engine only "
+			"through a Unix socket (one its manifest's hostSockets asks for and the "
+			"admin floor's packSockets lists); set the socket setting",
+			from, v);
+		return -EINVAL;
+	}
+	if (*v != '/' || strlen(v) >= sizeof(sock_path)) {
+		(void)snprintf(err, err_size,
+			       "%s: \"%s\" is not an absolute socket path of at most %zu bytes",
+			       from, v, sizeof(sock_path) - 1);
+		return -EINVAL;
+	}
+	r = manifest_lists(v, listed, sizeof(listed));
+	if (r == 0) {
+		(void)snprintf(
+			err, err_size,
+			"%s: the engine socket %s is not one this pack's manifest asks for "
+			"(hostSockets: %s): install a copy of the pack whose pack.json names "
+			"it, and list it in the admin floor's packSockets",
+			from, v, *listed ? listed : "none");
+		return -EPERM;
+	}
+	if (r < 0)
+		fprintf(stderr,
+			"cordon-docker-pack: cannot read the pack's manifest (%s): the "
+			"engine socket is not checked against its hostSockets\n",
+			strerror(-r));
+	(void)snprintf(sock_path, sizeof(sock_path), "%s", v);
+	fprintf(stderr, "cordon-docker-pack: engine socket %s (from %s)\n", sock_path, from);
+	return 0;
+}
+
 static void do_configure(json_t *id, json_t *params)
 {
 	json_t *settings = json_object_get(params, "settings");
 	const char *v;
+	char err[1536];
+	double mem, pids, cpus;
 
 	if ((v = json_string_value(json_object_get(params, "instance"))))
 		(void)snprintf(instance, sizeof(instance), "%s", v);
 	if ((v = json_string_value(json_object_get(settings, "image"))))
 		(void)snprintf(image, sizeof(image), "%s", v);
-	if ((v = json_string_value(json_object_get(settings, "socket"))) && *v) {
-		if (strlen(v) >= sizeof(sock_path)) {
-			reply_error(id, "the socket path is too long", NULL);
-			return;
-		}
-		(void)snprintf(sock_path, sizeof(sock_path), "%s", v);
+	if (resolve_socket(json_string_value(json_object_get(settings, "socket")), err,
+			   sizeof(err)) < 0) {
+		reply_error(id, err, NULL);
+		return;
 	}
-	fprintf(stderr, "cordon-docker-pack: configured %s (image %s, engine %s)\n", instance,
-		image, sock_path);
+	/* Docker's own floors: 6 MiB of memory, a hundredth of a CPU (and at most the engine's
+	 * CPUs, checked at prepare). */
+	if (number_setting(settings, "defaultMemoryBytes", 6 << 20, (double)(1ULL << 52), true,
+			   &mem, err, sizeof(err)) < 0 ||
+	    number_setting(settings, "defaultPids", 1, 4194304, true, &pids, err, sizeof(err)) <
+		    0 ||
+	    number_setting(settings, "defaultCpus", 0.01, 1024, false, &cpus, err, sizeof(err)) <
+		    0) {
+		reply_error(id, err, NULL);
+		return;
+	}
+	default_memory = (json_int_t)mem;
+	default_pids = (json_int_t)pids;
+	default_cpus = cpus;
+	trace = json_is_true(json_object_get(settings, "trace"));
+	fprintf(stderr,
+		"cordon-docker-pack: configured %s (image %s, engine %s, defaults: memory %lld, "
+		"pids %lld, cpus %g%s)\n",
+		instance, image, sock_path, (long long)default_memory, (long long)default_pids,
+		default_cpus, trace ? "; tracing" : "");
 	reply(id, json_object());
 }
 
@@ -1210,6 +1451,28 @@ static int podman_limits(char *err, size_t err_size)
 	return 0;
 }
 
+/* defaultCpus at most the engine's CPUs (the engine refuses every container above). */
+static int check_cpus(char *err, size_t err_size)
+{
+	_cleanup_json_ json_t *info = NULL;
+	json_int_t n;
+	long s;
+
+	if (default_cpus <= 0)
+		return 0;
+	s = engine("GET", "/info", NULL, 10000, &info, err, err_size);
+	if (s != 200)
+		return s < 0 ? (int)s : -EIO;
+	n = json_integer_value(json_object_get(info, "NCPU"));
+	if (n > 0 && default_cpus > (double)n) {
+		(void)snprintf(err, err_size,
+			       "settings.defaultCpus: %g is more than the engine's %lld CPUs",
+			       default_cpus, (long long)n);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static void do_prepare(json_t *id)
 {
 	char err[1024] = "";
@@ -1221,6 +1484,8 @@ static void do_prepare(json_t *id)
 		if (r >= 0)
 			r = check_engine(err, sizeof(err));
 	}
+	if (r >= 0)
+		r = check_cpus(err, sizeof(err));
 	if (r >= 0)
 		r = remove_leftovers(err, sizeof(err));
 	if (r >= 0)

@@ -79,6 +79,7 @@ void pack_manifest_free(struct pack_manifest *m)
 	free(m->description);
 	free(m->executable);
 	strv_free(m->domains);
+	strv_free(m->env);
 	for (size_t i = 0; i < m->n_sockets; i++) {
 		free(m->sockets[i].name);
 		free(m->sockets[i].path);
@@ -231,9 +232,36 @@ static int parse_sockets(json_t *j, struct pack_manifest *m, struct field_error 
 	return 0;
 }
 
+/* The environment it asks for: names no program reads as code (LD_*) and none the core sets
+ * itself (PATH, HOME). */
+static int parse_env(json_t *j, struct pack_manifest *m, struct field_error *err)
+{
+	int r = ipc_json_get_strv(j, "env", false, PACK_ENV_MAX, PACK_ENV_NAME_MAX, "", &m->env,
+				  err);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; m->env && m->env[i]; i++) {
+		const char *n = m->env[i];
+		char q[32];
+
+		json_path_index(q, sizeof(q), "env", i);
+		if (!*n || (*n >= '0' && *n <= '9') ||
+		    strspn(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen(n) ||
+		    streq(n, "PATH") || streq(n, "HOME") || startswith(n, "LD_"))
+			return field_error_set(err, -EINVAL, q, NULL,
+					       "expected a variable name of [A-Z_][A-Z0-9_]*, not "
+					       "PATH, HOME or LD_*");
+		for (size_t k = 0; k < i; k++)
+			if (streq(m->env[k], n))
+				return field_error_set(err, -EINVAL, q, NULL, "listed twice");
+	}
+	return 0;
+}
+
 json_t *pack_manifest_asks_to_json(const struct pack_manifest *m)
 {
-	json_t *socks = json_array(), *doms = json_array();
+	json_t *socks = json_array(), *doms = json_array(), *env = json_array();
 
 	for (size_t i = 0; socks && i < m->n_sockets; i++)
 		(void)json_array_append_new(socks,
@@ -241,15 +269,17 @@ json_t *pack_manifest_asks_to_json(const struct pack_manifest *m)
 						      "path", m->sockets[i].path));
 	for (size_t i = 0; doms && m->domains && m->domains[i]; i++)
 		(void)json_array_append_new(doms, json_string(m->domains[i]));
-	return json_pack("{s:s,s:o*,s:o*}", "network", pack_network_to_string(m->network),
-			 "domains", doms, "hostSockets", socks);
+	for (size_t i = 0; env && m->env && m->env[i]; i++)
+		(void)json_array_append_new(env, json_string(m->env[i]));
+	return json_pack("{s:s,s:o*,s:o*,s:o*}", "network", pack_network_to_string(m->network),
+			 "domains", doms, "hostSockets", socks, "env", env);
 }
 
 int pack_manifest_from_json(json_t *j, struct pack_manifest **ret, struct field_error *err)
 {
-	static const char *const keys[] = { "id",	   "version",  "description",
-					    "executable",  "network",  "domains",
-					    "hostSockets", "backends", NULL };
+	static const char *const keys[] = { "id",	"version", "description", "executable",
+					    "network",	"domains", "hostSockets", "env",
+					    "backends", NULL };
 	_cleanup_(pack_manifest_freep) struct pack_manifest *m = NULL;
 	const char *s = NULL;
 	json_t *backends = NULL, *v;
@@ -322,6 +352,9 @@ int pack_manifest_from_json(json_t *j, struct pack_manifest **ret, struct field_
 	if (r < 0)
 		return r;
 	r = parse_sockets(j, m, err);
+	if (r < 0)
+		return r;
+	r = parse_env(j, m, err);
 	if (r < 0)
 		return r;
 

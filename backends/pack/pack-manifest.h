@@ -18,6 +18,10 @@
  *    "hostSockets": [{"name": "engine",  optional, 0..8: host sockets it asks for (a container
  *                     "path": "/run/x.sock"}]   engine's); each given only if the admin
  *                                        floor's packSockets lists its path
+ *    "env": ["DOCKER_HOST"],             optional, 0..8: variables of the controller's
+ *                                        environment its process gets when set there
+ *                                        ([A-Z_][A-Z0-9_]*, at most 64 bytes; not PATH, HOME,
+ *                                        nor LD_*)
  *    "backends": [{"kind": "cloud", "descriptor": {…}}]}   1..16, kinds unique; each
  *                                        descriptor as backend-descriptor.h (a pack's: no
  *                                        isolation "none"), its "kind" equal to the entry's
@@ -51,6 +55,8 @@ enum pack_network {
 #define PACK_DOMAIN_MAX 260 /* a DNS name and ":port" */
 #define PACK_SOCKETS_MAX 8
 #define PACK_SOCKET_NAME_MAX 32
+#define PACK_ENV_MAX 8
+#define PACK_ENV_NAME_MAX 64
 
 struct pack_socket {
 	char *name; /* [a-z0-9-], 1..32: how the pack and `cordon pack install` call it */
@@ -72,12 +78,13 @@ struct pack_manifest {
 	char **domains; /* network "proxy": what its own API needs; NULL otherwise */
 	struct pack_socket *sockets;
 	size_t n_sockets;
+	char **env; /* names passed from the controller's environment; NULL: none */
 	struct pack_backend_entry *backends;
 	size_t n_backends;
 };
 
 const char *pack_network_to_string(enum pack_network n);
-/* What a pack asks for (network, domains, host sockets), as `pack.list` shows and
+/* What a pack asks for (network, domains, host sockets, environment), as `pack.list` shows and
  * `cordon pack install` says before the pack is enabled: a new reference. */
 json_t *pack_manifest_asks_to_json(const struct pack_manifest *m);
 /* A relative path inside a pack, as "executable" must be. */

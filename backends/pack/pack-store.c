@@ -543,7 +543,7 @@ int pack_store_remove(struct pack_store *s, const char *id)
 static bool asks_anything(const struct pack_manifest *m)
 {
 	return m->network == PACK_NETWORK_PROXY || m->network == PACK_NETWORK_HOST ||
-	       m->n_sockets > 0;
+	       m->n_sockets > 0 || (m->env && m->env[0]);
 }
 
 static bool asks_same(const struct pack_manifest *a, const struct pack_manifest *b)

@@ -7,7 +7,7 @@
  *   - its own pack directory read-only (and the system directories, as any sandbox),
  *   - a private writable state directory, <state>/pack-state/<id>/, as its workspace and cwd,
  *   - network "none" unless its manifest asks for "loopback" or "host" (the admin floor decides),
- *   - no environment but PATH,
+ *   - no environment but PATH and the variables of ours its manifest asks for,
  * and it dies with the instance (dieWithRequester). Its stdin and stdout are one end of a
  * socketpair; the controller speaks the launcher contract to it as newline-delimited JSON-RPC
  * 2.0 (docs/PROTOCOL.md, "Pack protocol"), passing stdio fds with SCM_RIGHTS. Every call has a
@@ -636,16 +636,31 @@ static int compile_pack_plan(struct pack_inst *pi, const char *state_dir,
 	_cleanup_json_ json_t *patch = NULL;
 	json_t *allowed = json_object_get(json_object_get(pi->hello, "floor"), "packSockets");
 	char *argv[] = { pb->executable, NULL };
-	char *envp[] = { (char *)"PATH=/usr/local/bin:/usr/bin:/bin", NULL };
-	json_t *read, *net;
+	char *envp[PACK_ENV_MAX + 2] = { (char *)"PATH=/usr/local/bin:/usr/bin:/bin" };
+	_cleanup_strv_free_ char **extra = calloc(PACK_ENV_MAX + 1, sizeof(char *));
+	size_t n = 0;
+	json_t *read, *net, *pass;
 
 	/* env.pass replaces the default's allowlist (compile's rule for a patch's env.pass). */
 	patch = json_pack("{s:{s:[s],s:{s:s,s:s}},s:{s:s},s:{s:[s]}}", "filesystem", "read",
 			  pb->dir, "workspace", "path", state_dir, "access", "read-write",
 			  "network", "mode", pack_network_to_string(pb->network), "env", "pass",
 			  "PATH");
-	if (!patch)
+	if (!patch || !extra)
 		return -ENOMEM;
+	/* The variables of ours its manifest asks for (the pack was enabled by a person who
+	 * saw them), when set. */
+	pass = json_object_get(json_object_get(patch, "env"), "pass");
+	for (char **e = pb->env; e && *e && n < PACK_ENV_MAX; e++) {
+		const char *v = getenv(*e);
+
+		if (!v)
+			continue;
+		extra[n] = strdup_printf("%s=%s", *e, v);
+		envp[n + 1] = extra[n];
+		if (!extra[n++] || json_array_append_new(pass, json_string(*e)) < 0)
+			return -ENOMEM;
+	}
 	read = json_object_get(json_object_get(patch, "filesystem"), "read");
 	for (char **sock = pb->sockets; sock && *sock; sock++) {
 		bool listed = false;
@@ -1609,7 +1624,8 @@ int pack_backend_new(struct pack_provider *pp, const struct pack_entry *e,
 	pb->dir = strdup(e->dir);
 	pb->executable = strdup_printf("%s/%s", e->dir, e->manifest->executable);
 	pb->network = e->manifest->network;
-	if (e->manifest->domains && !(pb->domains = strv_copy(e->manifest->domains))) {
+	if ((e->manifest->domains && !(pb->domains = strv_copy(e->manifest->domains))) ||
+	    (e->manifest->env && !(pb->env = strv_copy(e->manifest->env)))) {
 		pack_backend_free(pb);
 		return -ENOMEM;
 	}
@@ -1663,6 +1679,7 @@ void pack_backend_free(struct pack_backend *pb)
 	free(pb->dir);
 	free(pb->executable);
 	strv_free(pb->domains);
+	strv_free(pb->env);
 	strv_free(pb->sockets);
 	json_decref(pb->descriptor);
 	free(pb);

@@ -38,6 +38,7 @@ struct pack_backend {
 	enum pack_network network;
 	char **domains;	    /* network "proxy": what the pack's own API needs */
 	char **sockets;	    /* host sockets it asked for (absolute paths) */
+	char **env;	    /* variables of our environment it asked for (names) */
 	json_t *descriptor; /* normalized */
 };
 

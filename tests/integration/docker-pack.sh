@@ -2,14 +2,18 @@
 # The Docker pack (backends/docker/) against a real engine this test starts (dockerd from
 # Debian's docker.io, private state and socket, no bridge, an image built from this host's
 # busybox: nothing reaches a registry; a pull goes to a closed loopback port): installed with
-# the test's socket in its manifest and the floor's packSockets, activated with the image, then a command's output and exit code, stdin,
-# a missing command, a timeout, the memory and pids limits, a read-only workspace, a lease's two
-# commands in one container (timeout and kill in it, a read-only command refused in a read-write
-# lease), a path with a colon, the owner of what a command writes (as an ordinary user), the
-# containers a killed pack process left removed when the pack starts again, the conformance
-# suite on the pack, and an engine stopped mid-run (an error, not a hang). Then, when podman is
-# installed (CORDON_DOCKER_PODMAN=0: never; =1: a podman that cannot start is a failure under
-# CORDON_MUST_WORK), all of it again against podman's Docker-compatible API (`podman system
+# the test's socket in its manifest and the floor's packSockets, activated with the image and
+# the engine socket from DOCKER_HOST (the controller's, which the manifest asks for; tcp:// and
+# a socket the manifest does not ask for refused), the limits' defaults (bad values refused
+# naming the setting; defaultCpus the container's CPU bandwidth), the trace setting's line per
+# command, then a command's output and exit code, stdin, a missing command, a timeout, the
+# memory and pids limits (the plan's winning over the defaults), a read-only workspace, a
+# lease's two commands in one container (timeout and kill in it, a read-only command refused in
+# a read-write lease), a path with a colon, the owner of what a command writes (as an ordinary
+# user), the containers a killed pack process left removed when the pack starts again, the
+# conformance suite on the pack, and an engine stopped mid-run (an error, not a hang). Then,
+# when podman is installed (CORDON_DOCKER_PODMAN=0: never; =1: a podman that cannot start is a
+# failure under CORDON_MUST_WORK), all of it again against podman's Docker-compatible API (`podman system
 # service`, private state, runc): a nested run of this script with CORDON_DOCKER_ENGINE=podman
 # (which alone runs that engine only). What podman 4.3 cannot give is n/a there, on the evidence
 # of that very limit (backends/docker/README.md, "Podman"): catatonit's exit 1 for a missing
@@ -64,11 +68,13 @@ FLOOR="$TEST_TMP/floor.json"
 echo "{\"packSockets\": [\"$SOCK\"]}" >"$FLOOR"
 chmod 0644 "$FLOOR"
 export CORDON_LAUNCHERD_FLOOR="$FLOOR"
+# The controller (started by the first cordon call) has it; the manifest asks for it.
+export DOCKER_HOST="unix://$SOCK"
 cd "$TEST_TMP/work" || exit 1
 
 out=$("$CORDON" pack install "$SRC" 2>&1)
-case "$out" in *"host socket engine: $SOCK"*) true ;; *) false ;; esac
-ok $? "the pack installs and says it asks for the engine's socket ($out)"
+case "$out" in *"host socket engine: $SOCK"*"environment variable DOCKER_HOST"*) true ;; *) false ;; esac
+ok $? "the pack installs and says it asks for the engine's socket and DOCKER_HOST ($out)"
 "$CORDON" pack enable org.cordon.docker >/dev/null 2>&1
 # A missing image is pulled at prepare; its registry here is a closed loopback port (nothing
 # leaves the host): the activation fails with an error naming the image, and nothing else is
@@ -81,8 +87,35 @@ rc=$?
 ok $? "a missing image is pulled, and offline that fails naming it (exit $rc, $((SECONDS - t0)) s: $out)"
 n=$(curl -s --unix-socket "$SOCK" http://d/images/json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 is 1 "$n" "the engine still holds only the test's image"
-out=$("$CORDON" backend activate "$REF" --set image="$IMAGE" --set socket="$SOCK" 2>&1)
-ok $? "activated with the image ($out)"
+out=$("$CORDON" backend activate "$REF" --set image="$IMAGE" --set socket= 2>&1)
+ok $? "activated with the image, the engine's socket from DOCKER_HOST ($out)"
+grep -q "engine socket $SOCK (from DOCKER_HOST)" "$XDG_STATE_HOME/cordon/controller.log"
+ok $? "the pack says it took the socket from DOCKER_HOST"
+out=$("$CORDON" backend activate "$REF" --set socket=unix:///run/cordon-nosuch-engine.sock 2>&1)
+rc=$?
+[ $rc -ne 0 ] && case "$out" in *"settings.socket"*"/run/cordon-nosuch-engine.sock is not one this pack's manifest asks for"*) true ;; *) false ;; esac
+ok $? "a socket the manifest does not ask for is refused, with the reason (exit $rc: $out)"
+
+# The limits' defaults: bad values refused naming the setting (configure, or prepare for more
+# CPUs than the engine has).
+for bad in defaultCpus=-1 defaultCpus=2000 defaultPids=1.5 defaultMemoryBytes=1000 \
+	"defaultCpus=$(($(nproc) + 1))"; do
+	out=$("$CORDON" backend activate "$REF" --set "$bad" 2>&1)
+	rc=$?
+	[ $rc -ne 0 ] && case "$out" in *"settings.${bad%%=*}"*) true ;; *) false ;; esac
+	ok $? "$bad is refused naming the setting (exit $rc: $out)"
+done
+out=$("$CORDON" backend activate "$REF" --set defaultCpus=0.5 --set defaultPids=100000 \
+	--set defaultMemoryBytes=1073741824 --set socket="$SOCK" --set trace=true 2>&1)
+ok $? "activated with defaults for the limits, and the trace on ($out)"
+# Half a CPU: a CFS quota of half the period (cgroup v2 cpu.max, or v1's cfs files).
+out=$("$CORDON" run -- sh -c 'cat /sys/fs/cgroup/cpu.max 2>/dev/null ||
+	echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us)' 2>&1)
+case "$out" in "50000 100000") true ;; *) false ;; esac
+ok $? "defaultCpus=0.5 is the container's CPU bandwidth ($out)"
+line=$(grep "cordon-docker-pack: trace one-shot " "$XDG_STATE_HOME/cordon/controller.log" | tail -n1)
+case "$line" in *" at="*": config="*" create="*" attach="*" start="*" stream="*" wait="*" remove="*" exited="*" total="*) true ;; *) false ;; esac
+ok $? "the trace logs each step of a one-shot command (${line#*trace })"
 
 out=$("$CORDON" run -- sh -c 'echo out; echo err >&2; exit 3' 2>"$TEST_TMP/err")
 is "3 out err" "$? $out $(cat "$TEST_TMP/err")" "a command's stdout, stderr and exit code"
@@ -106,11 +139,11 @@ if [ "$ENGINE" = podman ] && [ "$out" = "signaled 9" ]; then
 	ok 0 "a command over its memory limit is killed (SIGKILL)"
 	na "its reason is signaled, not memory: podman 4.3 reports no OOMKilled"
 else
-	is memory "${out%% *}" "a command over its memory limit ends with reason memory ($out)"
+	is memory "${out%% *}" "a command over its memory limit (the plan's, not defaultMemoryBytes') ends with reason memory ($out)"
 fi
 "$CORDON" run --pids 4 -- sh -c 'for i in 1 2 3 4 5 6; do sleep 1 & done; wait' >/dev/null 2>"$TEST_TMP/err"
 grep -q "fork" "$TEST_TMP/err"
-ok $? "the pids limit holds in the container ($(head -c 200 "$TEST_TMP/err"))"
+ok $? "the pids limit (the plan's, not defaultPids') holds in the container ($(head -c 200 "$TEST_TMP/err"))"
 out=$("$CORDON" run -- pwd)
 is /workspace "$out" "the command starts in the workspace, presented at /workspace"
 
@@ -130,6 +163,9 @@ rc=$?
 [ -n "$h1" ] && [ "$h2" = "$h1"$'\n'one ] && [ $rc = 4 ]
 ok $? "a lease runs two commands in one container ($h1 / $h2 / exit $rc)"
 is 1 "$(pack_containers)" "the lease holds one container"
+line=$(grep "cordon-docker-pack: trace exec " "$XDG_STATE_HOME/cordon/controller.log" | tail -n1)
+case "$line" in *" at="*": config="*" exec-create="*" exec-start="*" stream="*" exec-inspect="*" total="*) true ;; *) false ;; esac
+ok $? "the trace logs each step of a command in a lease (${line#*trace })"
 t0=$SECONDS
 "$CORDON" run --sandbox "$id" --timeout 1 -- sleep 31 >/dev/null 2>&1
 rc=$?
@@ -172,10 +208,14 @@ if id cordon-test1 >/dev/null 2>&1 && command -v setpriv >/dev/null; then
 			PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR="$UB/run" \
 			XDG_STATE_HOME="$UB/state" CORDON_CONTROLLER="$CORDON_CONTROLLER" \
 			CORDON_LAUNCHERD="$CORDON_LAUNCHERD" CORDON_LAUNCHERD_SOCKET="$CORDON_LAUNCHERD_SOCKET" \
-			CORDON_LAUNCHERD_FLOOR="$CORDON_LAUNCHERD_FLOOR" "$@")
+			CORDON_LAUNCHERD_FLOOR="$CORDON_LAUNCHERD_FLOOR" DOCKER_HOST=tcp://127.0.0.1:2375 "$@")
 	}
 	as_user "$CORDON" pack install "$UB/packs/org.cordon.docker" >/dev/null 2>&1
 	as_user "$CORDON" pack enable org.cordon.docker >/dev/null 2>&1
+	out=$(as_user "$CORDON" backend activate "$REF" --set image="$IMAGE" 2>&1)
+	rc=$?
+	[ $rc -ne 0 ] && case "$out" in *'DOCKER_HOST: "tcp://127.0.0.1:2375" is not a Unix socket'*) true ;; *) false ;; esac
+	ok $? "a tcp:// DOCKER_HOST is refused with the reason, not used (exit $rc: $out)"
 	out=$(as_user "$CORDON" backend activate "$REF" --set image="$IMAGE" --set socket="$SOCK" 2>&1)
 	ok $? "an ordinary user activates it ($out)"
 	out=$(as_user "$CORDON" run -- sh -c 'id -u; echo x >owned.txt' 2>&1)

@@ -100,6 +100,12 @@ static const struct {
 	{ "hostSockets",
 	  "[{\"name\": \"e\", \"path\": \"/a\"}, {\"name\": \"e\", \"path\": \"/b\"}]",
 	  "hostSockets[1].name" },
+	{ "env", "[\"docker_host\"]", "env[0]" },
+	{ "env", "[\"LD_PRELOAD\"]", "env[0]" },
+	{ "env", "[\"PATH\"]", "env[0]" },
+	{ "env", "[\"1X\"]", "env[0]" },
+	{ "env", "[\"DOCKER_HOST\", \"DOCKER_HOST\"]", "env[1]" },
+	{ "env", "\"DOCKER_HOST\"", "env" },
 	{ "network", "true", "network" },
 	{ "homepage", "\"https://example.org\"", "homepage" },
 	{ "backends", "[]", "backends" },
@@ -150,16 +156,20 @@ int main(void)
 		json_object_set_new(j, "hostSockets",
 				    json_pack("[{s:s,s:s}]", "name", "engine", "path",
 					      "/run/e.sock"));
+		json_object_set_new(j, "env", json_pack("[s]", "DOCKER_HOST"));
 		r = pack_manifest_from_json(j, &pm, &e);
-		is_int(0, r, "proxy with its domains and a host socket parse (%s: %s)", e.field,
-		       e.reason);
+		is_int(0, r, "proxy with its domains, a host socket and a variable parse (%s: %s)",
+		       e.field, e.reason);
 		asks = pm ? pack_manifest_asks_to_json(pm) : NULL;
 		ok(asks && streq_ptr(json_string_value(json_object_get(asks, "network")), "proxy") &&
 			   json_array_size(json_object_get(asks, "domains")) == 2 &&
 			   streq_ptr(json_string_value(json_object_get(
 					     json_array_get(json_object_get(asks, "hostSockets"), 0),
 					     "path")),
-				     "/run/e.sock"),
+				     "/run/e.sock") &&
+			   streq_ptr(json_string_value(
+					     json_array_get(json_object_get(asks, "env"), 0)),
+				     "DOCKER_HOST"),
 		   "and what it asks is shown");
 	}
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
