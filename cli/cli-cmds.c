@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "policy/policy-suggest.h"
 
 #ifndef CORDON_LIBEXECDIR
 #define CORDON_LIBEXECDIR "/usr/local/libexec"
@@ -361,21 +363,134 @@ int cli_cmd_doctor(struct cli *cli, int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+/* The nearest directory at or above path that exists here (a path as the sandbox sees it,
+ * which for a file is the host's own), or NULL. */
+static char *nearest_dir(const char *path)
+{
+	_cleanup_free_ char *p = strdup(path);
+	struct stat st;
+
+	while (p && *p) {
+		char *slash;
+
+		if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			return TAKE_PTR(p);
+		slash = strrchr(p, '/');
+		if (!slash)
+			break;
+		if (slash == p) {
+			p[1] = '\0';
+			return TAKE_PTR(p);
+		}
+		*slash = '\0';
+	}
+	return NULL;
+}
+
+/*
+ * cordon policy suggest ID [FILE]: the denials of process or sandbox ID (the recent events),
+ * each with policy.explain's answer for its path under FILE (default: the embedded default
+ * policy), and policy_suggest()'s patch and notes. Never applied.
+ */
+static int policy_suggest_cmd(struct cli *cli, const char *id, json_t *params)
+{
+	_cleanup_json_ json_t *evs = NULL, *checked = NULL, *denials = json_array(), *out = NULL;
+	json_t *e, *items, *it;
+	size_t i;
+	int r;
+
+	if (!denials)
+		return CLI_EXIT_FAILURE;
+	r = call_simple(cli, "events.subscribe", json_object(), &evs, "policy suggest");
+	if (r != CLI_EXIT_OK)
+		return r;
+	json_array_foreach(json_object_get(evs, "events"), i, e)
+		if (streq_ptr(json_string_value(json_object_get(e, "type")), "denial") &&
+		    event_names(e, id))
+			json_array_append(denials, e);
+	if (json_array_size(denials) == 0) {
+		if (cli->json)
+			cli_print_json(json_pack("{s:s,s:{},s:[]}", "id", id, "patch", "items"));
+		else
+			printf("%s: no refusal among the recent events: nothing to suggest\n", id);
+		return CLI_EXIT_OK;
+	}
+	r = call_simple(cli, "policy.check", json_incref(params), &checked, "policy suggest");
+	if (r != CLI_EXIT_OK)
+		return r;
+	json_array_foreach(denials, i, e) {
+		_cleanup_json_ json_t *q = NULL, *ex = NULL, *err = NULL;
+		_cleanup_free_ char *dir = NULL;
+		const char *path = json_string_value(json_object_get(e, "path"));
+
+		if (!streq_ptr(json_string_value(json_object_get(e, "kind")), "fs") || !path)
+			continue;
+		q = json_deep_copy(params);
+		if (!q)
+			return CLI_EXIT_FAILURE;
+		json_object_set_new(q, "path", json_string(path));
+		if (cli_call(cli, "policy.explain", json_incref(q), NULL, 0, &ex, &err, NULL,
+			     NULL) >= 0)
+			json_object_set(e, "explain", ex);
+		dir = nearest_dir(path);
+		if (dir)
+			json_object_set_new(e, "dir", json_string(dir));
+	}
+	if (policy_suggest(json_object_get(checked, "policy"), denials, &out) < 0)
+		return log_error("out of memory"), CLI_EXIT_FAILURE;
+	json_object_set_new(out, "id", json_string(id));
+	if (cli->json) {
+		cli_print_json(out);
+		return CLI_EXIT_OK;
+	}
+	items = json_object_get(out, "items");
+	json_array_foreach(items, i, it) {
+		const char *ch = json_string_value(json_object_get(it, "change"));
+
+		printf("%s: %s%s\n", json_string_value(json_object_get(it, "what")),
+		       ch ? "" : "nothing to suggest: ",
+		       ch ? ch : json_string_value(json_object_get(it, "none")));
+	}
+	if (json_object_size(json_object_get(out, "patch")) > 0) {
+		_cleanup_free_ char *s =
+			json_dumps(json_object_get(out, "patch"), JSON_INDENT(2) | JSON_SORT_KEYS);
+
+		printf("The policy patch (not applied; merge it into the policy: objects merge, "
+		       "arrays append):\n%s\n",
+		       s ? s : "?");
+	} else
+		printf("No policy change would have allowed %s.\n",
+		       json_array_size(items) == 1 ? "it" : "them");
+	return CLI_EXIT_OK;
+}
+
 int cli_cmd_policy(struct cli *cli, int argc, char **argv)
 {
 	static const char usage_text[] =
 		"Usage: cordon policy check FILE\n"
-		"       cordon policy explain [FILE] [--path P]\n\n"
+		"       cordon policy explain [FILE] [--path P]\n"
+		"       cordon policy suggest ID [FILE]\n\n"
 		"check: validate FILE; errors name the JSON field and the reason.\n"
 		"explain: show which layer enforces each rule of FILE (default: the embedded\n"
 		"default policy) on this host, and what cannot be enforced; with --path P, whether a\n"
-		"sandbox under it sees P, may read or write it, and which rule decides.\n";
-	static const char *const subs[] = { "check", "explain", NULL };
+		"sandbox under it sees P, may read or write it, and which rule decides.\n"
+		"suggest: from the refusals of process or sandbox ID (cordon events --denials ID),\n"
+		"the smallest change to FILE (the policy it ran under; default: the embedded\n"
+		"default) that would have allowed each, as a policy patch. Never applied.\n";
+	static const char *const subs[] = { "check", "explain", "suggest", NULL };
+	const char *suggest_id = NULL;
 	_cleanup_json_ json_t *result = NULL, *params = json_object();
 	const char *sub;
 	int i, r;
 
 	sub = subs[SUBCOMMAND_OR_RETURN(cli, argc, argv, usage_text, "policy", subs, &i)];
+	if (streq(sub, "suggest")) {
+		if (i >= argc) {
+			fprintf(stderr, "%s", usage_text);
+			return CLI_EXIT_USAGE;
+		}
+		suggest_id = argv[i++];
+	}
 	/* explain --path P (anywhere after the subcommand): what a sandbox finds at P. */
 	for (int k = i; streq(sub, "explain") && k < argc; k++)
 		if (streq(argv[k], "--path")) {
@@ -428,6 +543,8 @@ int cli_cmd_policy(struct cli *cli, int argc, char **argv)
 		if (cwd)
 			json_object_set_new(params, "callerCwd", json_string(cwd));
 	}
+	if (suggest_id)
+		return policy_suggest_cmd(cli, suggest_id, params);
 	r = call_simple(cli, streq(sub, "check") ? "policy.check" : "policy.explain",
 			json_incref(params), &result,
 			streq(sub, "check") ? "policy check" : "policy explain");

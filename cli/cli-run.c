@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/system.h"
 #include "common/util.h"
+#include "policy/policy-suggest.h"
 
 extern char **environ;
 
@@ -453,6 +454,282 @@ static int wait_forwarding_signals(struct cli *cli, struct run_state *st)
 	}
 }
 
+/*
+ * The refusals of a command that failed (docs/DENIALS.md): the controller's "denial" events of
+ * its process, each with the policy rule that decides it, printed once on stderr (or, with
+ * --json, as the result's "denials"). The kernel's records may trail the exit: when the
+ * launcher reads them, the stream is followed for a short bounded time after the exit.
+ */
+#define DENIALS_WAIT_USEC 200000ULL
+#define DENIALS_MAX 64
+#define DENIALS_LINES 10
+
+struct denials {
+	const char *process_id;
+	const char *instance; /* the launcher's sandbox: a denial that came before the spawn
+			       * event (their order is the launcher's) names only that */
+	json_t *list;
+	long long suppressed;
+};
+
+static void denial_collect(json_t *ev, const char *method, void *userdata)
+{
+	struct denials *d = userdata;
+	json_t *s;
+
+	const char *pid = json_string_value(json_object_get(ev, "processId"));
+
+	if (!streq(method, "event") ||
+	    !streq_ptr(json_string_value(json_object_get(ev, "type")), "denial"))
+		return;
+	if (pid ? !streq(pid, d->process_id)
+		: !d->instance || !*d->instance ||
+			    !streq_ptr(json_string_value(json_object_get(ev, "instance")),
+				       d->instance))
+		return;
+	s = json_object_get(ev, "suppressed");
+	if (json_is_integer(s))
+		d->suppressed += json_integer_value(s);
+	else if (json_array_size(d->list) < DENIALS_MAX)
+		(void)json_array_append(d->list, ev);
+	else
+		d->suppressed++;
+}
+
+/* The process's denials: those already in the stream, then (reader on) those that come within
+ * DENIALS_WAIT_USEC. Errors leave what was collected. */
+static void denials_fetch(struct cli *cli, struct denials *d)
+{
+	_cleanup_json_ json_t *result = NULL, *error = NULL;
+	unsigned long long deadline;
+	json_t *e;
+	size_t i;
+
+	if (cli_call(cli, "events.subscribe", json_pack("{s:b}", "follow", true), NULL, 0, &result,
+		     &error, denial_collect, d) < 0)
+		return;
+	json_array_foreach(json_object_get(result, "events"), i, e)
+		denial_collect(e, "event", d);
+	if (!json_is_true(json_object_get(result, "denialsReader")))
+		return;
+	deadline = now_usec() + DENIALS_WAIT_USEC;
+	for (;;) {
+		struct pollfd p = { .fd = jsonrpc_conn_fd(cli->conn), .events = POLLIN };
+		unsigned long long now;
+		ssize_t n;
+
+		for (;;) {
+			_cleanup_json_ json_t *msg = NULL;
+			int rfds[IPC_MAX_FDS];
+			size_t n_rfds = 0;
+			struct field_error fe;
+			enum jsonrpc_kind kind;
+			const char *m;
+			json_t *mid, *body;
+			int r = jsonrpc_conn_next(cli->conn, &msg, rfds, &n_rfds, &fe);
+
+			if (r == 0)
+				break;
+			if (r == -EBADMSG)
+				continue;
+			if (r < 0)
+				return;
+			close_many(rfds, n_rfds);
+			if (jsonrpc_classify(msg, &kind, &m, &mid, &body, &fe) >= 0 &&
+			    kind == JSONRPC_KIND_NOTIFICATION)
+				denial_collect(body, m, d);
+		}
+		now = now_usec();
+		if (now >= deadline)
+			return;
+		if (poll(&p, 1, (int)((deadline - now + 999) / 1000)) < 0 && errno != EINTR)
+			return;
+		if (!(p.revents & POLLIN))
+			continue;
+		n = jsonrpc_conn_fill(cli->conn);
+		if (n == 0 || (n < 0 && n != -EAGAIN))
+			return;
+	}
+}
+
+/* The policy members of the command's request, for policy.explain and policy.check. */
+static json_t *denials_policy_params(json_t *params)
+{
+	static const char *const keys[] = { "policy", "policyPatch", "callerCwd" };
+	json_t *q = json_object();
+
+	for (size_t i = 0; q && i < ELEMENTSOF(keys); i++)
+		if (json_object_get(params, keys[i]))
+			(void)json_object_set(q, keys[i], json_object_get(params, keys[i]));
+	return q;
+}
+
+/* Which rule decides a denial, as policy.explain and the normalized policy say; NULL when it
+ * cannot be told (a run in an acquired sandbox: its policy is the lease's). */
+static char *denial_rule(struct cli *cli, json_t *params, json_t **normalized, json_t *ev)
+{
+	const char *kind = json_string_value(json_object_get(ev, "kind"));
+	const char *path = json_string_value(json_object_get(ev, "path"));
+	json_t *pol;
+
+	if (streq_ptr(kind, "scope"))
+		return strdup(
+			"Landlock scoping: a sandbox never signals or connects out of itself");
+	if (json_object_get(params, "sandbox"))
+		return NULL;
+	if (streq_ptr(kind, "fs") && path) {
+		_cleanup_json_ json_t *res = NULL, *err = NULL, *q = denials_policy_params(params);
+		const char *rule, *why;
+
+		if (!q)
+			return NULL;
+		json_object_set_new(q, "path", json_string(path));
+		if (cli_call(cli, "policy.explain", json_incref(q), NULL, 0, &res, &err, NULL,
+			     NULL) < 0)
+			return NULL;
+		rule = json_string_value(json_object_get(res, "rule"));
+		why = json_string_value(json_object_get(res, "why"));
+		if (rule)
+			return strdup_printf(
+				"%s: %s", rule,
+				json_is_true(json_object_get(res, "writable"))	 ? "writable"
+				: json_is_true(json_object_get(res, "readable")) ? "read-only"
+										 : "not readable");
+		return why ? strdup(why) : NULL;
+	}
+	if (!*normalized) {
+		_cleanup_json_ json_t *err = NULL, *q = denials_policy_params(params);
+
+		if (!q || cli_call(cli, "policy.check", json_incref(q), NULL, 0, normalized, &err,
+				   NULL, NULL) < 0)
+			return NULL;
+	}
+	pol = json_object_get(*normalized, "policy");
+	if (streq_ptr(kind, "net"))
+		return strdup_printf(
+			"network.mode %s",
+			json_string_value(json_object_get(json_object_get(pol, "network"), "mode"))
+				?: "?");
+	if (streq_ptr(kind, "syscall"))
+		return strdup(policy_syscall_decider(
+			pol, json_string_value(json_object_get(ev, "syscall"))));
+	return NULL;
+}
+
+/* "write-file /usr/x", "connect-tcp 127.0.0.1:9", "unshare": what was refused. */
+static char *denial_what(json_t *ev)
+{
+	json_t *acc = json_object_get(ev, "access");
+	const char *kind = json_string_value(json_object_get(ev, "kind"));
+	_cleanup_free_ char *a = NULL;
+	size_t i;
+	json_t *v;
+
+	if (streq_ptr(kind, "syscall"))
+		return strdup(json_string_value(json_object_get(ev, "syscall")) ?: "a system call");
+	json_array_foreach(acc, i, v) {
+		char *n = strdup_printf("%s%s%s", a ? a : "", a ? "," : "",
+					json_string_value(v) ?: "?");
+
+		if (!n)
+			return NULL;
+		free(a);
+		a = n;
+	}
+	if (streq_ptr(kind, "fs"))
+		return strdup_printf("%s %s", a ?: "access",
+				     json_string_value(json_object_get(ev, "path")) ?: "?");
+	if (streq_ptr(kind, "net"))
+		return strdup_printf("%s %s:%lld", a ?: "tcp",
+				     json_string_value(json_object_get(ev, "address")) ?: "?",
+				     (long long)json_integer_value(json_object_get(ev, "port")));
+	return strdup_printf("%s (%s)", a ?: "scope", kind ?: "?");
+}
+
+/*
+ * After a failed command: its denials, with their rules, into result (--json: "denials",
+ * "denialsSuppressed") or once on stderr, one line per distinct refusal. Nothing when there
+ * were none.
+ */
+static void denials_report(struct cli *cli, json_t *params, const char *process_id, json_t *result)
+{
+	_cleanup_json_ json_t *normalized = NULL, *seen = json_object();
+	struct denials d = { .process_id = process_id,
+			     .instance = json_string_value(json_object_get(result, "instance")),
+			     .list = json_array() };
+	size_t i, lines = 0, distinct = 0;
+	json_t *ev;
+
+	if (!process_id || !d.list || !seen) {
+		json_decref(d.list);
+		return;
+	}
+	denials_fetch(cli, &d);
+	if (json_array_size(d.list) == 0 && d.suppressed == 0) {
+		json_decref(d.list);
+		return;
+	}
+	json_array_foreach(d.list, i, ev) {
+		_cleanup_free_ char *what = denial_what(ev), *rule = NULL;
+		json_t *prev = what ? json_object_get(seen, what) : NULL;
+
+		if (prev) {
+			/* The same refusal again: counted on its first report. */
+			json_object_set_new(
+				prev, "count",
+				json_integer(json_integer_value(json_object_get(prev, "count")) +
+					     1));
+			continue;
+		}
+		rule = denial_rule(cli, params, &normalized, ev);
+		if (rule)
+			json_object_set_new(ev, "rule", json_string(rule));
+		json_object_set_new(ev, "count", json_integer(1));
+		if (what)
+			json_object_set(seen, what, ev);
+		distinct++;
+	}
+	if (cli->json) {
+		_cleanup_json_ json_t *uniq = json_array();
+
+		json_array_foreach(d.list, i, ev)
+			if (json_object_get(ev, "count"))
+				json_array_append(uniq, ev);
+		json_object_set(result, "denials", uniq);
+		if (d.suppressed)
+			json_object_set_new(result, "denialsSuppressed",
+					    json_integer(d.suppressed));
+		json_decref(d.list);
+		return;
+	}
+	fprintf(stderr,
+		"cordon: %zu refusal%s in the sandbox (policy rule in brackets; "
+		"'cordon policy explain --path P' for a path):\n",
+		json_array_size(d.list) + (size_t)d.suppressed,
+		json_array_size(d.list) + (size_t)d.suppressed == 1 ? "" : "s");
+	json_array_foreach(d.list, i, ev) {
+		_cleanup_free_ char *what = NULL;
+		long long n = json_integer_value(json_object_get(ev, "count"));
+		const char *rule = json_string_value(json_object_get(ev, "rule"));
+
+		if (n == 0)
+			continue;
+		if (lines++ == DENIALS_LINES) {
+			fprintf(stderr, "  … and %zu more kinds\n", distinct - DENIALS_LINES);
+			break;
+		}
+		what = denial_what(ev);
+		fprintf(stderr, "  %s%s%s%s", what ?: "?", rule ? " (" : "", rule ?: "",
+			rule ? ")" : "");
+		if (n > 1)
+			fprintf(stderr, " (%lld times)", n);
+		fputc('\n', stderr);
+	}
+	if (d.suppressed)
+		fprintf(stderr, "  and %lld more, not reported one by one\n", d.suppressed);
+	json_decref(d.list);
+}
+
 /* What run_command() returns when the active backend runs commands only in leases. */
 #define RUN_NEEDS_LEASE (-1)
 
@@ -486,6 +763,11 @@ static int run_command(struct cli *cli, json_t *params, bool capture, bool detac
 		if (r < 0)
 			return CLI_EXIT_UNAVAILABLE;
 		if (cli->json) {
+			if (exit_status_of(result) != 0)
+				denials_report(
+					cli, params,
+					json_string_value(json_object_get(result, "processId")),
+					result);
 			cli_print_json(result);
 			return exit_status_of(result);
 		}
@@ -503,6 +785,10 @@ static int run_command(struct cli *cli, json_t *params, bool capture, bool detac
 				(long long)json_integer_value(
 					json_object_get(result, "maxOutputBytes")));
 		print_exit_note(result);
+		if (exit_status_of(result) != 0)
+			denials_report(cli, params,
+				       json_string_value(json_object_get(result, "processId")),
+				       result);
 		return exit_status_of(result);
 	}
 
@@ -577,11 +863,16 @@ static int run_command(struct cli *cli, json_t *params, bool capture, bool detac
 	log_debug("timing (us after the start of the command): spawn answered %llu, exit notified "
 		  "%llu [started at %llu]",
 		  t_answered - t_start, now_usec() - t_start, t_start);
-	if (cli->json)
-		cli_print_json(st.exit);
-	else
-		print_exit_note(st.exit);
 	r = exit_status_of(st.exit);
+	if (cli->json) {
+		if (r != 0)
+			denials_report(cli, params, st.process_id, st.exit);
+		cli_print_json(st.exit);
+	} else {
+		print_exit_note(st.exit);
+		if (r != 0)
+			denials_report(cli, params, st.process_id, st.exit);
+	}
 	json_decref(st.exit);
 	return r;
 }

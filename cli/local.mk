@@ -1,4 +1,5 @@
-## cli/: the `cordon` command. Unprivileged; links only jansson (no libcurl, libsodium, libseccomp).
+## cli/: the `cordon` command. Unprivileged; links only jansson (no libcurl, libsodium, libseccomp);
+## libpolicy.a (jansson only) for `cordon policy suggest`.
 bin_PROGRAMS += cordon
 cordon_SOURCES = \
 	%reldir%/cli.h \
@@ -12,7 +13,7 @@ cordon_SOURCES = \
 	%reldir%/cli-interact.c \
 	%reldir%/cli-secret.c
 cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-cordon_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
+cordon_LDADD = libpolicy.a libipc.a libcommon.a $(JANSSON_LIBS)
 # -static-pie unless configured --disable-static-cli: its start-up is part of every `cordon run`.
 cordon_LDFLAGS = $(AM_LDFLAGS) $(CLI_LDFLAGS)
 

@@ -88,6 +88,29 @@ static void denial_add_process(struct controller *c, json_t *ev)
 	}
 }
 
+/* A denial the launcher sent before the sandbox's spawn answer named no process: it gets the
+ * spawn event's now. */
+static void denials_name_process(struct controller *c, json_t *spawn)
+{
+	json_t *inst = json_object_get(spawn, "instance"),
+	       *pid = json_object_get(spawn, "processId");
+
+	if (!json_is_string(inst) || !json_is_string(pid))
+		return;
+	for (size_t i = json_array_size(c->events_ring); i-- > 0;) {
+		json_t *e = json_array_get(c->events_ring, i);
+
+		if (streq_ptr(json_string_value(json_object_get(e, "type")), "denial") &&
+		    json_equal(json_object_get(e, "instance"), inst) &&
+		    !json_object_get(e, "processId")) {
+			(void)json_object_set(e, "processId", pid);
+			if (json_object_get(spawn, "sandboxId"))
+				(void)json_object_set(e, "sandboxId",
+						      json_object_get(spawn, "sandboxId"));
+		}
+	}
+}
+
 void controller_event(struct controller *c, const char *type, json_t *fields)
 {
 	_cleanup_json_ json_t *ev = fields ? fields : json_object();
@@ -107,6 +130,8 @@ void controller_event(struct controller *c, const char *type, json_t *fields)
 	json_object_set_new(ev, "type", json_string(type));
 	if (streq(type, "denial"))
 		denial_add_process(c, ev);
+	else if (streq(type, "spawn"))
+		denials_name_process(c, ev);
 
 	line = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
 	if (line && c->events_log_fd >= 0) {
@@ -131,7 +156,8 @@ int method_events_subscribe(struct client *cl, json_t *id, json_t *params, int *
 {
 	static const char *const keys[] = { "follow", NULL };
 	struct field_error fe = { 0 };
-	bool follow = false;
+	bool follow = false, reader;
+	json_t *hello;
 	int r;
 
 	r = ipc_json_check_keys(params, keys, "params", &fe);
@@ -139,8 +165,13 @@ int method_events_subscribe(struct client *cl, json_t *id, json_t *params, int *
 		r = ipc_json_get_bool(params, "follow", false, "params", &follow, &fe);
 	if (r < 0)
 		return client_reply_field_error(cl, id, JSONRPC_INVALID_PARAMS, &fe);
-	/* Reply with the backlog first, then live events follow as notifications. */
-	r = client_reply(cl, id, json_pack("{s:O}", "events", cl->ctl->events_ring));
+	/* Reply with the backlog first, then live events follow as notifications. Whether the
+	 * active launcher reads denials tells a client whether more may still come. */
+	hello = controller_launcher_hello(cl->ctl);
+	reader = json_is_true(json_object_get(json_object_get(hello, "denials"), "reader"));
+	r = client_reply(cl, id,
+			 json_pack("{s:O,s:b}", "events", cl->ctl->events_ring, "denialsReader",
+				   reader));
 	cl->subscribed = follow;
 	return r;
 }

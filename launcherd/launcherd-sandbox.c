@@ -27,6 +27,8 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/sched.h>
@@ -86,6 +88,7 @@ struct sandbox {
 	int cgroup_error;	    /* creating its cgroup failed: the child was killed */
 	struct apply_report report; /* valid when have_report */
 	bool have_report;
+	bool trail_open; /* its start is in the admin's trail, its end not yet */
 };
 
 /* A cgroup whose directory could not be removed yet (a dying task still pinned it). */
@@ -129,10 +132,173 @@ static void cgroup_cleanup(struct launcherd *d, struct sandbox_cgroup *cg)
 	sandbox_cgroup_init(cg);
 }
 
+/*
+ * The admin's trail: in privileged mode, one record per sandbox start and end in the system log,
+ * whoever asked for it, so that an admin sees every user's sandboxes in one place. Key=value
+ * text, sent as syslog(3) sends it (RFC 3164 over the /dev/log datagram socket, which journald
+ * serves too, with SYSLOG_IDENTIFIER=cordon-launcherd), to CORDON_LAUNCHERD_TRAIL_SOCKET when
+ * the environment names another socket. Rate-limited per uid by a token bucket (TRAIL_BURST
+ * records, then TRAIL_PER_SEC a second); what a uid could not log is counted and said in one
+ * record before its next one. Never blocks: a full or absent log loses the record.
+ */
+#define TRAIL_BURST 20
+#define TRAIL_PER_SEC 2
+#define TRAIL_UIDS 64
+#define TRAIL_ARGV0_MAX 64
+#define TRAIL_PRI (3 * 8 + 6) /* LOG_DAEMON | LOG_INFO */
+
+struct trail_bucket {
+	uid_t uid;
+	bool used;
+	unsigned tokens;
+	unsigned long long refill_usec; /* when the last token was added */
+	unsigned long long suppressed;
+};
+
+static struct trail_bucket trail_buckets[TRAIL_UIDS];
+
+static void trail_send(const char *msg)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+	const char *path = getenv("CORDON_LAUNCHERD_TRAIL_SOCKET");
+	char buf[1024], when[32];
+	struct tm tm;
+	time_t now = time(NULL);
+	int n;
+
+	if (!path || !*path)
+		path = "/dev/log";
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return;
+	strcpy(sa.sun_path, path);
+	/* A socket per record (two a sandbox): nothing held open between them. */
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || !localtime_r(&now, &tm) ||
+	    strftime(when, sizeof(when), "%b %e %H:%M:%S", &tm) == 0)
+		return;
+	n = snprintf(buf, sizeof(buf), "<%d>%s cordon-launcherd[%d]: %s", TRAIL_PRI, when,
+		     (int)getpid(), msg);
+	if (n > 0)
+		(void)sendto(fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1,
+			     MSG_NOSIGNAL, (struct sockaddr *)&sa, sizeof(sa));
+}
+
+/* The uid's bucket: its own, a free one, or the one idle longest (whose count is said now). */
+static struct trail_bucket *trail_bucket(uid_t uid, unsigned long long now)
+{
+	struct trail_bucket *b = NULL, *oldest = NULL;
+
+	for (size_t i = 0; i < TRAIL_UIDS; i++) {
+		struct trail_bucket *t = &trail_buckets[i];
+
+		if (t->used && t->uid == uid)
+			return t;
+		if (!t->used && !b)
+			b = t;
+		else if (t->used && (!oldest || t->refill_usec < oldest->refill_usec))
+			oldest = t;
+	}
+	if (!b)
+		b = oldest;
+	if (b->used && b->suppressed) {
+		char msg[128];
+
+		(void)snprintf(msg, sizeof(msg), "event=trail-suppressed uid=%u suppressed=%llu",
+			       (unsigned)b->uid, b->suppressed);
+		trail_send(msg);
+	}
+	*b = (struct trail_bucket){
+		.uid = uid, .used = true, .tokens = TRAIL_BURST, .refill_usec = now
+	};
+	return b;
+}
+
+static void trail_record(uid_t uid, const char *msg)
+{
+	unsigned long long now = now_usec();
+	struct trail_bucket *b = trail_bucket(uid, now);
+	unsigned long long add = (now - b->refill_usec) * TRAIL_PER_SEC / 1000000ULL;
+
+	if (add) {
+		b->tokens = b->tokens + add >= TRAIL_BURST ? TRAIL_BURST
+							   : (unsigned)(b->tokens + add);
+		b->refill_usec = b->tokens == TRAIL_BURST
+					 ? now
+					 : b->refill_usec + add * 1000000ULL / TRAIL_PER_SEC;
+	}
+	if (b->tokens == 0) {
+		b->suppressed++;
+		return;
+	}
+	b->tokens--;
+	if (b->suppressed) {
+		char sup[128];
+
+		(void)snprintf(sup, sizeof(sup), "event=trail-suppressed uid=%u suppressed=%llu",
+			       (unsigned)uid, b->suppressed);
+		trail_send(sup);
+		b->suppressed = 0;
+	}
+	trail_send(msg);
+}
+
+/* argv[0], at most TRAIL_ARGV0_MAX bytes of it, every byte outside printable ASCII and
+ * space, '"', '\\', '=' as \xHH: one word a parser can split on. */
+static void trail_escape(const char *in, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; in && in[i] && i < TRAIL_ARGV0_MAX && o + 5 < size; i++) {
+		unsigned char ch = (unsigned char)in[i];
+
+		if (ch <= ' ' || ch >= 0x7f || ch == '"' || ch == '\\' || ch == '=')
+			o += (size_t)snprintf(out + o, size - o, "\\x%02x", ch);
+		else
+			out[o++] = (char)ch;
+	}
+	out[o] = '\0';
+	if (!o)
+		(void)snprintf(out, size, "-");
+}
+
+static void trail_start(struct sandbox *s, const struct plan *plan, bool filter, bool cgroup)
+{
+	char argv0[TRAIL_ARGV0_MAX * 4 + 8], msg[512];
+
+	if (s->d->mode != LAUNCHERD_PRIVILEGED)
+		return;
+	trail_escape(plan->argv ? plan->argv[0] : NULL, argv0, sizeof(argv0));
+	(void)snprintf(msg, sizeof(msg),
+		       "event=sandbox-start uid=%u sandbox=%s pid=%d argv0=%s network=%s "
+		       "layers=namespaces,floor%s%s%s",
+		       (unsigned)s->uid, s->id, (int)s->pid, argv0,
+		       plan_network_to_string(plan->network), filter ? ",seccomp" : "",
+		       plan->has_landlock ? ",landlock" : "", cgroup ? ",cgroup" : "");
+	trail_record(s->uid, msg);
+	s->trail_open = true;
+}
+
+static void trail_end(struct sandbox *s, int code, int sig, const char *reason)
+{
+	char msg[256];
+
+	if (!s->trail_open)
+		return;
+	s->trail_open = false;
+	(void)snprintf(msg, sizeof(msg),
+		       "event=sandbox-end uid=%u sandbox=%s pid=%d exit=%d signal=%d reason=%s "
+		       "durationMs=%llu",
+		       (unsigned)s->uid, s->id, (int)s->pid, code, sig, reason,
+		       (now_usec() - s->start_usec) / 1000ULL);
+	trail_record(s->uid, msg);
+}
+
 static void sandbox_free(struct sandbox *s)
 {
 	struct launcherd *d = s->d;
 
+	trail_end(s, 0, 0, s->state == SB_FAILED ? "setup-failed" : "gone");
 	audit_sandbox_ended(s->id);
 	for (struct sandbox **p = &d->sandboxes; *p; p = &(*p)->next)
 		if (*p == s) {
@@ -366,6 +532,7 @@ static void send_exit(struct sandbox *s, const struct apply_report *rep, const s
 		reason = "memory";
 	else
 		reason = sig ? "signaled" : "exited";
+	trail_end(s, code, sig, reason);
 
 	if (!s->conn)
 		return;
@@ -739,6 +906,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	s->start_usec = now_usec();
 	(void)fd_set_nonblock(s->status_fd, true);
 	audit_sandbox_started(s->id, s->pid, s->uid, s->conn); /* its denials: its requester's */
+	trail_start(s, plan, filter, cgroup);
 
 	/* The cgroup, made while the child builds its mount tree: limits set, the child moved in,
 	 * then let go on (it waits for that before anything in it can fork). A child that failed

@@ -9,7 +9,8 @@ libpolicy_a_SOURCES = \
 	%reldir%/policy-hostexec.c %reldir%/policy-hostexec.h \
 	%reldir%/policy-parse.c %reldir%/policy-parse.h \
 	%reldir%/policy-narrow.c %reldir%/policy-narrow.h \
-	%reldir%/policy-explain.c %reldir%/policy-explain.h
+	%reldir%/policy-explain.c %reldir%/policy-explain.h \
+	%reldir%/policy-suggest.c %reldir%/policy-suggest.h
 libpolicy_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 libpolicy_compile_a_SOURCES = \
@@ -29,7 +30,8 @@ policy_unit_tests = \
 	tests/unit/test-policy-compile \
 	tests/unit/test-policy-narrow \
 	tests/unit/test-policy-explain \
-	tests/unit/test-policy-hostexec
+	tests/unit/test-policy-hostexec \
+	tests/unit/test-policy-suggest
 check_PROGRAMS += $(policy_unit_tests)
 TESTS += $(policy_unit_tests)
 
@@ -52,6 +54,10 @@ tests_unit_test_policy_explain_CFLAGS = $(POLICY_TESTS_CF)
 tests_unit_test_policy_hostexec_SOURCES = tests/unit/test-policy-hostexec.c
 tests_unit_test_policy_hostexec_LDADD = $(POLICY_TESTS_LIBS)
 tests_unit_test_policy_hostexec_CFLAGS = $(POLICY_TESTS_CF)
+
+tests_unit_test_policy_suggest_SOURCES = tests/unit/test-policy-suggest.c
+tests_unit_test_policy_suggest_LDADD = $(POLICY_TESTS_LIBS)
+tests_unit_test_policy_suggest_CFLAGS = $(POLICY_TESTS_CF)
 
 ## The policy reader's fuzz target; make check replays tests/fuzz/corpus/policy/.
 check_PROGRAMS += tests/fuzz/fuzz-policy

@@ -24,7 +24,9 @@ launcherd_integration_tests = \
 	tests/integration/launcherd-fdscreen.sh \
 	tests/integration/launcherd-light.sh \
 	tests/integration/launcherd-cgroup2.sh \
-	tests/integration/denials.sh
+	tests/integration/denials.sh \
+	tests/integration/denials-summary.sh \
+	tests/integration/launcherd-trail.sh
 TESTS += $(launcherd_integration_tests)
 EXTRA_DIST += $(launcherd_integration_tests) tests/integration/launcherd-lib.sh \
 	tests/helpers/stallfs.py tests/integration/denials.py
