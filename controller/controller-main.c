@@ -296,6 +296,7 @@ int main(int argc, char **argv)
 	json_decref(ctl.early_exits);
 	event_loop_free(ctl.host.loop);
 	free(ctl.socket_path);
+	free(ctl.etc_hosts);
 	free(ctl.state_dir);
 	free((char *)ctl.host.home);
 	return r < 0 ? 1 : 0;

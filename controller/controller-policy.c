@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/json-cleanup.h"
@@ -234,6 +235,50 @@ static void request_ctx_done(struct request_ctx *rc)
 	policy_free(rc->policy);
 }
 
+/*
+ * The hosts file sandboxes see at /etc/hosts (compile_ctx.etc_hosts): the host's, and a line
+ * that names the sandbox's hostname, so that a program resolving its own name finds it
+ * (loopback, as Debian names a host's own). Kept beside the socket (in the runtime directory,
+ * which no sandbox sees; the compiler binds it by fd) and made again when the host's changes.
+ * NULL when it cannot be made: sandboxes then see the host's own.
+ */
+static const char *etc_hosts(struct controller *c)
+{
+	static const char line[] =
+		"\n# cordon: the sandbox's own hostname\n127.0.1.1\t" POLICY_HOSTNAME "\n";
+	_cleanup_free_ char *host = NULL, *data = NULL, *path = NULL;
+	size_t len = 0;
+	struct stat st;
+	char *slash;
+
+	if (!c->socket_path || stat("/etc/hosts", &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	if (c->etc_hosts && st.st_ino == c->etc_hosts_ino &&
+	    st.st_mtim.tv_sec == c->etc_hosts_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == c->etc_hosts_mtim.tv_nsec)
+		return c->etc_hosts;
+	if (read_full_file("/etc/hosts", 1024 * 1024, &host, &len) < 0)
+		return NULL;
+	data = malloc(len + sizeof(line));
+	path = strdup(c->socket_path);
+	if (!data || !path || !(slash = strrchr(path, '/')))
+		return NULL;
+	memcpy(data, host, len);
+	memcpy(data + len, line, sizeof(line));
+	*slash = '\0';
+	free(c->etc_hosts);
+	c->etc_hosts = strdup_printf("%s/etc-hosts", path);
+	if (!c->etc_hosts ||
+	    write_file_atomic(c->etc_hosts, data, len + sizeof(line) - 1, 0644) < 0) {
+		free(c->etc_hosts);
+		c->etc_hosts = NULL;
+		return NULL;
+	}
+	c->etc_hosts_ino = st.st_ino;
+	c->etc_hosts_mtim = st.st_mtim;
+	return c->etc_hosts;
+}
+
 /* The request's own part of the context: argv, env, callerCwd. */
 static void request_ctx_args(struct controller *c, const struct policy_request *q,
 			     struct request_ctx *rc)
@@ -248,6 +293,7 @@ static void request_ctx_args(struct controller *c, const struct policy_request *
 		.uid = c->host.uid,
 		.gid = c->host.gid,
 		.mem_total = c->host.mem_total,
+		.etc_hosts = etc_hosts(c),
 	};
 }
 
@@ -346,6 +392,7 @@ int controller_compile_default(struct controller *c, json_t *patch, char **argv,
 		.uid = c->host.uid,
 		.gid = c->host.gid,
 		.mem_total = c->host.mem_total,
+		.etc_hosts = etc_hosts(c),
 	};
 	int r;
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -54,6 +55,9 @@ struct controller {
 	unsigned long long generation;		 /* of the persisted selection */
 	json_t *early_exits;			 /* exit reports that overtook their spawn answer */
 	char *state_dir;
+	char *etc_hosts;		/* sandboxes' /etc/hosts (controller-policy.c), or NULL */
+	struct timespec etc_hosts_mtim; /* of the host's /etc/hosts it was made from */
+	ino_t etc_hosts_ino;
 	int events_log_fd;
 	json_t *events_ring;		  /* recent events, newest last */
 	uint64_t next_client_id;	  /* controller-server.c */

@@ -653,6 +653,26 @@ static int build_mounts(struct compiler *c)
 			return r;
 	}
 
+	/* The sandbox's hostname resolves (getaddrinfo(gethostname()), hostname -f, a JVM's
+	 * getLocalHost): the host's /etc/hosts, one line added, over the host's own. */
+	if (c->ctx->etc_hosts && target_visible(c, "/etc/hosts") &&
+	    !target_bound(c, "/etc/hosts") && fd_room(c)) {
+		struct stat st;
+		int fd, idx;
+
+		if (fstatat(c->host.root_fd, "etc/hosts", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) &&
+		    (fd = open(c->ctx->etc_hosts, O_PATH | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+			idx = compiled_plan_add_fd(c->out, fd, c->ctx->etc_hosts);
+			if (idx < 0)
+				return idx;
+			r = add_mount(c, "/etc/hosts", 0,
+				      json_pack("{s:s, s:i, s:s, s:b}", "type", "bind", "source",
+						idx, "target", "/etc/hosts", "readOnly", true));
+			if (r < 0)
+				return r;
+		}
+	}
 	if (p->fs.tmp == POLICY_TMP_PRIVATE && !target_bound(c, "/tmp")) {
 		r = add_mount(c, "/tmp", 0,
 			      json_pack("{s:s, s:s, s:i, s:I}", "type", "tmpfs", "target", "/tmp",
@@ -1265,8 +1285,9 @@ int policy_compile(const struct policy *policy, const struct compile_ctx *ctx,
 	if (r >= 0)
 		r = build_env(c.p, ctx, out->plan, err);
 	if (r >= 0)
-		r = json_object_set_new(out->plan, "hostname", json_string("cordon")) < 0 ? -ENOMEM
-											  : 0;
+		r = json_object_set_new(out->plan, "hostname", json_string(POLICY_HOSTNAME)) < 0
+			    ? -ENOMEM
+			    : 0;
 	if (r >= 0)
 		r = build_mounts(&c);
 	if (r >= 0 && !c.host.in_root)

@@ -205,6 +205,9 @@ struct policy_host_caps {
 	bool floor_host_mode;
 };
 
+/* The hostname of every sandbox (its own uts namespace). */
+#define POLICY_HOSTNAME "cordon"
+
 struct compile_ctx {
 	char *const *argv; /* the command, NULL-terminated, at least one element */
 	char *const *envp; /* the caller's environment */
@@ -219,6 +222,11 @@ struct compile_ctx {
 	 * fake tree so golden plans do not depend on the host's layout.
 	 */
 	const char *host_root;
+	/*
+	 * A hosts file that also names the sandbox's hostname (POLICY_HOSTNAME), bound read-only
+	 * over /etc/hosts where the policy shows the host's (a regular file there); NULL: none.
+	 */
+	const char *etc_hosts;
 };
 
 /* Parse a launcher hello reply into caps. Unknown members are ignored (the reply may grow). */

@@ -4,7 +4,7 @@
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 [ -x "$CORDON" ] || skip_all "cordon not built"
-plan 57
+plan 59
 
 work="$TEST_TMP/work"
 mkdir -p "$work"
@@ -69,6 +69,12 @@ try:
     socket.socket(); print("inet")
 except OSError as e: print(e.errno)' 2>&1)
 is 1 "$out" "--net unix: socket(AF_INET) refused (EPERM)"
+# Its own hostname resolves (a JVM's getLocalHost, hostname -f, Python's test_socket), to
+# loopback, from the hosts file the controller keeps: the host's, one line added.
+out=$("$CORDON" run -- python3 -c 'import socket; h = socket.gethostname(); print(h, socket.gethostbyname(h))' 2>&1)
+is "cordon 127.0.1.1" "$out" "the sandbox's hostname resolves to loopback"
+out=$("$CORDON" run -- sh -c 'grep -c . /etc/hosts' 2>&1)
+is "$(($(grep -c . /etc/hosts) + 2))" "$out" "…and /etc/hosts is the host's with its line added"
 # The sandbox lists its own interfaces (a NETLINK_ROUTE socket is raw by nature); raw IP
 # sockets stay refused.
 out=$("$CORDON" run -- python3 -c 'import socket; print([n for _, n in socket.if_nameindex()])' 2>&1)
