@@ -13,9 +13,8 @@ rounds=${1:-15}
 kdir=${2:-${CORDON_VM_CACHE:-$(pwd)/vm-cache}}
 b=$(pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
-agent=$b/backends/vm/guest/cordon-vm-agent
 [ -x "$b/bench/bench-paired" ] || { echo "vm.sh: run 'make bench' first" >&2; exit 1; }
-[ -x "$agent" ] || { echo "vm.sh: the guest agent is not built" >&2; exit 1; }
+[ -x "$b/cordon-vm-helpers" ] || { echo "vm.sh: cordon-vm-helpers is not built" >&2; exit 1; }
 [ -s "$kdir/vmlinux" ] || { echo "vm.sh: no guest kernel in $kdir (backends/vm/fetch-kernel.sh $kdir)" >&2; exit 1; }
 command -v qemu-system-x86_64 >/dev/null || { echo "vm.sh: qemu-system-x86_64 missing" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/cordon-bench-vm.XXXXXX)
@@ -32,11 +31,14 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-# The initramfs of this build's agent, beside a link to the kernel.
-ln -s "$(cd "$kdir" && pwd)/vmlinux" "$tmp/vm/vmlinux"
-"$src/backends/vm/mkinitramfs.sh" "$agent" "$kdir" "$tmp/vm/initramfs.cpio.gz" || exit 1
+# This build's helpers as an offline mirror (the backend fetches and verifies the agent from it
+# and builds the initramfs), beside links to the kernel and its modules.
+export CORDON_VM_HELPERS=$b/cordon-vm-helpers CORDON_VM_MKINITRAMFS=$src/backends/vm/mkinitramfs.sh
+CC=$(sed -n 's/^CC = //p' "$b/Makefile") "$src/backends/vm/build-helpers.sh" "$src" "$tmp/helpers" >/dev/null || exit 1
+for f in vmlinux modules modules.order; do ln -s "$(cd "$kdir" && pwd)/$f" "$tmp/vm/$f"; done
 cd "$tmp/work" || exit 1
-"$b/cordon" backend activate builtin:vm --set kernel="$tmp/vm/vmlinux" >/dev/null || exit 1
+"$b/cordon" backend activate builtin:vm --set kernel="$tmp/vm/vmlinux" \
+	--set helpersBaseUrl="file://$tmp/helpers/" >/dev/null || exit 1
 sid=$("$b/cordon" sandbox acquire --workspace-access read-write) || exit 1
 log=$XDG_STATE_HOME/cordon/controller.log
 echo "builtin:vm, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $rounds rounds"

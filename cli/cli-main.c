@@ -28,6 +28,7 @@ static const struct command {
 	{ "backend", "list backends, activate one, or show and change its settings" },
 	{ "secret", "set or clear a backend's secret setting (value never on the command line)" },
 	{ "pack", "install, list, enable, disable or remove backend packs" },
+	{ "vm", "fetch builtin:vm's guest helpers now (vm fetch-helpers)" },
 	{ "controller", "run the per-user controller in the foreground" },
 };
 
@@ -138,6 +139,8 @@ int main(int argc, char **argv)
 		r = cli_cmd_secret(&cli, argc, argv);
 	else if (streq(cmd, "pack"))
 		r = cli_cmd_pack(&cli, argc, argv);
+	else if (streq(cmd, "vm"))
+		r = cli_cmd_vm(&cli, argc, argv);
 	else if (streq(cmd, "controller"))
 		r = cli_cmd_controller(&cli, argc, argv);
 	else if (streq(cmd, "help")) {

@@ -169,6 +169,8 @@ int cli_simple_opts(struct cli *cli, int argc, char **argv, const char *usage_te
 		_o;                                                     \
 	})
 int cli_cmd_pack(struct cli *cli, int argc, char **argv);
+/* `cordon vm fetch-helpers` (cli-vm.c). */
+int cli_cmd_vm(struct cli *cli, int argc, char **argv);
 /* Connect if needed, call, report an error reply (returning its exit code); params is stolen. */
 int cli_call_simple(struct cli *cli, const char *method, json_t *params, json_t **ret,
 		    const char *what);

@@ -11,7 +11,8 @@ cordon_SOURCES = \
 	%reldir%/cli-cmds.c \
 	%reldir%/cli-pack.c \
 	%reldir%/cli-interact.c \
-	%reldir%/cli-secret.c
+	%reldir%/cli-secret.c \
+	%reldir%/cli-vm.c
 cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 cordon_LDADD = libpolicy.a libipc.a libcommon.a $(JANSSON_LIBS)
 # -static-pie unless configured --disable-static-cli: its start-up is part of every `cordon run`.

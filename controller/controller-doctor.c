@@ -11,12 +11,14 @@
 #include <linux/landlock.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backends/backend-settings.h"
 #include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/system.h"
@@ -52,6 +54,131 @@ static int landlock_abi(void)
 	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 
 	return abi < 0 ? -errno : (int)abi;
+}
+
+/* builtin:vm's guest helpers in bin, verified offline by cordon-vm-helpers (doctor never fetches):
+ * 0, or -EBADMSG with err saying why (its last line of stderr). */
+static int vm_helpers_verify(const char *bin, char *err, size_t size)
+{
+	const char *tool = getenv("CORDON_VM_HELPERS");
+	size_t len = 0;
+	int p[2], status;
+	ssize_t k;
+	pid_t pid;
+	char *line;
+
+	if (isempty(tool))
+		tool = CORDON_LIBEXECDIR "/cordon-vm-helpers";
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		safe_close(p[0]);
+		safe_close(p[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 ||
+		    dup2(null_fd, STDOUT_FILENO) < 0 || dup2(p[1], STDERR_FILENO) < 0)
+			_exit(127);
+		execl(tool, tool, "fetch", "--offline", "--dir", bin, "agent", (char *)NULL);
+		_exit(127);
+	}
+	safe_close(p[1]);
+	while (len + 1 < size &&
+	       ((k = read(p[0], err + len, size - 1 - len)) > 0 || (k < 0 && errno == EINTR)))
+		len += k > 0 ? (size_t)k : 0;
+	safe_close(p[0]);
+	err[len] = '\0';
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	while (len > 0 && err[len - 1] == '\n')
+		err[--len] = '\0';
+	line = strrchr(err, '\n');
+	line = line ? line + 1 : err;
+	if (startswith(line, "cordon-vm-helpers: "))
+		line += strlen("cordon-vm-helpers: ");
+	memmove(err, line, strlen(line) + 1);
+	if (!*err)
+		(void)snprintf(err, size, "%s failed", tool);
+	return -EBADMSG;
+}
+
+/* builtin:vm (backends/vm/README.md): the accelerator, the guest kernel (its stored setting or
+ * the default), and whether its guest helpers are fetched and verified. */
+static void vm_check(struct controller *c, json_t *checks)
+{
+	_cleanup_json_ json_t *stored = NULL;
+	_cleanup_free_ char *qemu = NULL, *kernel = NULL, *bin = NULL;
+	const char *k = NULL, *state = getenv("XDG_STATE_HOME"), *slash, *hint = NULL;
+	char detail[1536], helpers[1024] = "";
+	struct backend_ref ref;
+	struct stat st;
+	bool kvm, have_kernel, bad = false;
+	int fd;
+
+	if (backend_ref_parse("builtin:vm", &ref) >= 0 && c->settings &&
+	    backend_settings_store_get(c->settings, &ref, &stored) >= 0)
+		k = json_string_value(json_object_get(stored, "kernel"));
+	if (!isempty(k))
+		kernel = strdup(k);
+	else if (!isempty(state))
+		kernel = strdup_printf("%s/cordon/vm/vmlinux", state);
+	else
+		kernel = strdup_printf("%s/.local/state/cordon/vm/vmlinux",
+				       c->host.home ? c->host.home : "");
+	if (!kernel)
+		return;
+	slash = strrchr(kernel, '/');
+	bin = strdup_printf("%.*s/bin", slash ? (int)(slash - kernel) : 1, slash ? kernel : ".");
+	if (!bin)
+		return;
+	/* Hardware KVM only (as the backend decides): kvm_intel or kvm_amd, and /dev/kvm opens. */
+	kvm = (access("/sys/module/kvm_intel", F_OK) == 0 ||
+	       access("/sys/module/kvm_amd", F_OK) == 0) &&
+	      (fd = open("/dev/kvm", O_RDWR | O_CLOEXEC)) >= 0;
+	if (kvm)
+		safe_close(fd);
+	have_kernel = access(kernel, R_OK) == 0;
+	(void)snprintf(detail, sizeof(detail), "%s/agent", bin);
+	if (stat(detail, &st) < 0)
+		(void)snprintf(helpers, sizeof(helpers),
+			       "helpers not fetched yet (the first activation fetches them)");
+	else if (vm_helpers_verify(bin, helpers, sizeof(helpers)) == 0)
+		(void)snprintf(helpers, sizeof(helpers), "helpers in %s verified", bin);
+	else
+		bad = true;
+	{
+		const char *path = getenv("PATH");
+
+		for (path = isempty(path) ? "/usr/local/bin:/usr/bin:/bin" : path;
+		     *path && !qemu;) {
+			size_t len = strcspn(path, ":");
+
+			qemu = strdup_printf("%.*s/qemu-system-x86_64", (int)len, path);
+			if (qemu && access(qemu, X_OK) < 0) {
+				free(qemu);
+				qemu = NULL;
+			}
+			path += len + (path[len] == ':');
+		}
+	}
+	(void)snprintf(detail, sizeof(detail), "%s; accelerator %s; kernel %s%s; %s",
+		       qemu ? "QEMU found" : "no qemu-system-x86_64",
+		       kvm ? "KVM" : "TCG (no usable /dev/kvm: slower)",
+		       have_kernel ? "" : "missing: ", kernel, helpers);
+	if (!qemu)
+		hint = "install qemu-system-x86 (builtin:vm needs qemu-system-x86_64)";
+	else if (!have_kernel)
+		hint = "fetch a guest kernel: fetch-kernel.sh (in cordon's data directory, vm/)";
+	else if (bad)
+		hint = "cordon vm fetch-helpers fetches a verified copy";
+	check(checks, "vm", qemu && have_kernel && !bad, detail, hint);
 }
 
 int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)
@@ -145,6 +272,8 @@ int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, 
 			      : "turn the kernel's audit on: auditctl -e 1 -b 8192 -a task,never (with "
 				"the task,never rule system calls keep their speed): docs/DENIALS.md");
 	}
+
+	vm_check(c, checks);
 
 	return client_reply(cl, id, json_pack("{s:o,s:O?}", "checks", checks, "launcher", hello));
 }

@@ -3,10 +3,12 @@
 ## (backends/vm/mkinitramfs.sh packs it with busybox and the kernel's virtio and 9p modules,
 ## which backends/vm/fetch-kernel.sh fetches).
 libbackend_a_SOURCES += \
-	backends/vm/vm.c backends/vm/vm.h backends/vm/vm-proto.h
+	backends/vm/vm.c backends/vm/vm.h backends/vm/vm-proto.h \
+	backends/vm/vm-baseline.c backends/vm/vm-baseline.h
 
-vmguestdir = $(pkglibexecdir)
-vmguest_PROGRAMS = backends/vm/guest/cordon-vm-agent
+# Not installed: the backend fetches the pinned agent into <vmDir>/bin (below); this build's copy
+# is for the tests and bench/vm.sh.
+noinst_PROGRAMS += backends/vm/guest/cordon-vm-agent
 backends_vm_guest_cordon_vm_agent_SOURCES = backends/vm/guest/agent.c backends/vm/vm-proto.h
 # Its own flags: it runs alone in the guest, so no sanitizer or shared library of the build.
 backends_vm_guest_cordon_vm_agent_CFLAGS = -Os -Wall -Wextra
@@ -14,6 +16,58 @@ backends_vm_guest_cordon_vm_agent_LDFLAGS = -static -s
 
 vmscriptsdir = $(pkgdatadir)/vm
 dist_vmscripts_SCRIPTS = backends/vm/fetch-kernel.sh backends/vm/mkinitramfs.sh
+# Where vm.c finds mkinitramfs.sh (it builds the default initramfs from the fetched agent): the
+# directory configure chose, so written again only after a configure.
+backends/vm/vm-paths.h: $(top_builddir)/config.status
+	$(AM_V_GEN)$(MKDIR_P) backends/vm && \
+		echo '#define VM_SCRIPTS_DIR "$(vmscriptsdir)"' >$@.tmp && mv $@.tmp $@
+backends/vm/libbackend_a-vm.$(OBJEXT): backends/vm/vm-paths.h
+CLEANFILES += backends/vm/vm-paths.h
 
 TESTS += tests/integration/vm-backend.sh
 EXTRA_DIST += tests/integration/vm-backend.sh
+TESTS += tests/integration/vm-baseline.sh
+EXTRA_DIST += tests/integration/vm-baseline.sh
+
+## The guest helpers (vm-helpers.h): not installed, but fetched on first use into <vmDir>/bin
+## and verified against helper-pins.txt (compiled in as vm-helpers-pins.h), by
+## cordon-vm-helpers (libvmhelpers.a: libcurl, libsodium), which `cordon vm fetch-helpers` runs.
+## `make vm-helpers` builds them reproducibly (build-helpers.sh: fixed flags, no build ids) into
+## vm-helpers/ with a MANIFEST; `make vm-pins` rewrites helper-pins.txt from such a build, and
+## tests/integration/vm-helpers.sh fails when a fresh build differs from it. Distributions set
+## VM_HELPERS_BASE_URL (make VM_HELPERS_BASE_URL=…) to their mirror.
+VM_HELPERS_BASE_URL = https://downloads.cordon.invalid/cordon-vm-helpers/$(PACKAGE_VERSION)/
+noinst_LIBRARIES += libvmhelpers.a
+libvmhelpers_a_SOURCES = backends/vm/vm-helpers.c backends/vm/vm-helpers.h
+nodist_libvmhelpers_a_SOURCES = backends/vm/vm-helpers-pins.h
+libvmhelpers_a_CPPFLAGS = $(AM_CPPFLAGS) -DVM_HELPERS_BASE_URL='"$(VM_HELPERS_BASE_URL)"'
+libvmhelpers_a_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS) $(LIBSODIUM_CFLAGS) -pthread
+backends/vm/libvmhelpers_a-vm-helpers.$(OBJEXT): backends/vm/vm-helpers-pins.h
+libexec_PROGRAMS += cordon-vm-helpers
+cordon_vm_helpers_SOURCES = backends/vm/vm-helpers-tool.c
+cordon_vm_helpers_CPPFLAGS = $(libvmhelpers_a_CPPFLAGS)
+cordon_vm_helpers_CFLAGS = $(AM_CFLAGS)
+cordon_vm_helpers_LDADD = libvmhelpers.a libcommon.a $(LIBCURL_LIBS) $(LIBSODIUM_LIBS)
+cordon_vm_helpers_LDFLAGS = $(AM_LDFLAGS) -pthread
+backends/vm/vm-helpers-pins.h: $(srcdir)/backends/vm/helper-pins.txt $(srcdir)/backends/vm/local.mk
+	$(AM_V_GEN)$(MKDIR_P) backends/vm && $(AWK) ' \
+		/^#/ || NF == 0 { next } \
+		NF != 3 || length($$2) != 64 || $$2 ~ /[^0-9a-f]/ || $$1 ~ /[^a-z0-9-]/ || \
+		$$3 ~ /[^0-9]/ { print FILENAME ": bad line: " $$0 > "/dev/stderr"; bad = 1; exit 1 } \
+		{ pins = pins sprintf("\t{ \"%s\", \"%s\", %sULL },\\\n", $$1, $$2, $$3) } \
+		END { if (bad) exit 1; \
+			print "/* Generated from backends/vm/helper-pins.txt (make vm-pins): do not edit. */"; \
+			printf "#define VM_HELPER_PINS \\\n%s\t{ NULL, NULL, 0 }\n", pins }' \
+		$(srcdir)/backends/vm/helper-pins.txt >$@.tmp && mv $@.tmp $@
+CLEANFILES += backends/vm/vm-helpers-pins.h
+vm-helpers:
+	CC='$(CC)' $(SHELL) $(srcdir)/backends/vm/build-helpers.sh $(top_srcdir) vm-helpers
+vm-pins: vm-helpers
+	{ sed -n '/^#/p' $(srcdir)/backends/vm/helper-pins.txt && cat vm-helpers/MANIFEST; } \
+		>$(srcdir)/backends/vm/helper-pins.txt.tmp && \
+		mv $(srcdir)/backends/vm/helper-pins.txt.tmp $(srcdir)/backends/vm/helper-pins.txt
+	@cat $(srcdir)/backends/vm/helper-pins.txt
+.PHONY: vm-helpers vm-pins
+TESTS += tests/integration/vm-helpers.sh
+EXTRA_DIST += tests/integration/vm-helpers.sh backends/vm/helper-pins.txt \
+	backends/vm/build-helpers.sh backends/vm/README.md

@@ -49,6 +49,8 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/vm/vm-paths.h"
+#include "backends/vm/vm-baseline.h"
 #include "backends/vm/vm-proto.h"
 #include "backends/vm/vm.h"
 #include "common/event.h"
@@ -76,6 +78,9 @@ enum {
 	VK_EXIT = 'x',	/* the agent's EXIT payload */
 	VK_ERROR = 'E', /* text about the VM (not a command's) */
 	VK_LOST = 'L',	/* text: why the VM is gone; the keeper exits */
+	/* u8 what ('s' saved, 'f' not saved, 'r' restored, 'i' invalid: booting cold), u32 ms,
+	 * u32 KiB, text (the key, or why) */
+	VK_BASELINE = 'B',
 };
 
 /* The commands one VM runs at once (the keeper's static table). */
@@ -133,6 +138,10 @@ struct vm_data {
 	char *qemu;
 	char *kernel;
 	char *initrd;
+	bool initrd_default;	/* initramfs.cpio.gz beside the kernel: built here from the agent */
+	char *helpers_dir;	/* <vmDir>/bin: the guest helpers, fetched and verified */
+	char *helpers_base_url; /* NULL: cordon-vm-helpers' built-in release mirror */
+	struct vm_prep *prep;	/* prepare's child under way */
 	unsigned memory_mib;
 	unsigned cpus;
 	bool kvm;
@@ -140,13 +149,15 @@ struct vm_data {
 	/* The OS launcher's hello when this instance was prepared: the capabilities the policy
 	 * compiler holds a plan against (as for a pack). */
 	json_t *hello;
+	struct vmb_config *bl; /* snapshot baselines (vm-baseline.c), or NULL: off */
 };
 
 static json_t *vm_descriptor(const struct backend_ops *ops)
 {
-	return json_pack(
+	json_t *desc = json_pack(
 		"{s:s,s:s,s:s,"
-		"s:{s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i}]},"
+		"s:{s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},"
+		"{s:s,s:s,s:s,s:s}]},"
 		"s:{s:[s],s:s,s:[s,s],s:b,s:s,s:[s]}}",
 		"kind", "vm", "name", "QEMU micro-VM", "description",
 		"Runs commands in QEMU micro-VMs: one VM for a sandbox lease and all its "
@@ -158,11 +169,20 @@ static json_t *vm_descriptor(const struct backend_ops *ops)
 		"beside it. Default: the state directory's cordon/vm/vmlinux.",
 		"id", "initrd", "type", "string", "label", "Initramfs", "description",
 		"The guest agent's initramfs (backends/vm/mkinitramfs.sh). Default: "
-		"initramfs.cpio.gz beside the kernel.",
+		"initramfs.cpio.gz beside the kernel, built from the fetched agent.",
 		"id", "memoryMiB", "type", "number", "label", "Memory (MiB)", "defaultValue", 256,
-		"id", "cpus", "type", "number", "label", "vCPUs", "defaultValue", 1, "claims",
-		"platforms", "linux", "isolation", "vm", "enforces", "filesystem", "network",
-		"readOnlyWorkspace", true, "workspace", "direct", "networkModes", "none");
+		"id", "cpus", "type", "number", "label", "vCPUs", "defaultValue", 1, "id",
+		"helpersBaseUrl", "type", "string", "label", "Guest helpers' base URL",
+		"description",
+		"Where the guest helpers are fetched from on first use (https:, http:, file:) into "
+		"bin/ beside the kernel; each is verified against the sha256 this cordon was built "
+		"with. Default: the release mirror cordon was built with.",
+		"claims", "platforms", "linux", "isolation", "vm", "enforces", "filesystem",
+		"network", "readOnlyWorkspace", true, "workspace", "direct", "networkModes",
+		"none");
+
+	vmb_descriptor_fields(desc);
+	return desc;
 }
 
 static void vm_data_free(struct vm_data *d)
@@ -172,7 +192,10 @@ static void vm_data_free(struct vm_data *d)
 	free(d->qemu);
 	free(d->kernel);
 	free(d->initrd);
+	free(d->helpers_dir);
+	free(d->helpers_base_url);
 	json_decref(d->hello);
+	vmb_config_free(d->bl);
 	free(d);
 }
 
@@ -236,6 +259,7 @@ static void vm_configure(struct backend_instance *bi, json_t *settings, json_t *
 	struct vm_data *d = calloc(1, sizeof(*d));
 	const char *kernel = json_string_value(json_object_get(settings, "kernel"));
 	const char *initrd = json_string_value(json_object_get(settings, "initrd"));
+	const char *base_url = json_string_value(json_object_get(settings, "helpersBaseUrl"));
 	json_t *mem = json_object_get(settings, "memoryMiB");
 	json_t *cpus = json_object_get(settings, "cpus");
 	char buf[4096];
@@ -271,23 +295,311 @@ static void vm_configure(struct backend_instance *bi, json_t *settings, json_t *
 		(void)snprintf(buf, sizeof(buf), "%.*s/initramfs.cpio.gz",
 			       slash ? (int)(slash - d->kernel) : 1, slash ? d->kernel : ".");
 		d->initrd = strdup(buf);
+		d->initrd_default = true;
 	}
-	if (!d->kernel || !d->initrd) {
+	/* <vmDir>: the kernel's directory; the helpers go to its bin/. */
+	if (d->kernel) {
+		const char *slash = strrchr(d->kernel, '/');
+
+		(void)snprintf(buf, sizeof(buf), "%.*s/bin", slash ? (int)(slash - d->kernel) : 1,
+			       slash ? d->kernel : ".");
+		d->helpers_dir = strdup(buf);
+	}
+	if (!isempty(base_url))
+		d->helpers_base_url = strdup(base_url);
+	if (!d->kernel || !d->initrd || !d->helpers_dir ||
+	    (!isempty(base_url) && !d->helpers_base_url)) {
 		vm_data_free(d);
 		done(bi, -ENOMEM, "out of memory", ud);
 		return;
+	}
+	{
+		const char *err = "out of memory";
+		int r = vmb_configure(settings, bi->host->home, geteuid(), &d->bl, &err);
+
+		if (r < 0) {
+			vm_data_free(d);
+			done(bi, r, err, ud);
+			return;
+		}
 	}
 	bi->data = d;
 	done(bi, 0, NULL, ud);
 }
 
+/*
+ * prepare: the guest helpers are fetched (or found) and verified by cordon-vm-helpers, then the
+ * default initramfs is built from the agent when it is missing or older (mkinitramfs.sh). Each
+ * is a child of ours, watched from the loop (its exit by pidfd, the tail of its stderr by a
+ * pipe): nothing blocks. The instance freed meanwhile kills the child.
+ */
+struct vm_prep {
+	struct backend_instance *bi;
+	backend_done_cb done;
+	void *ud;
+	bool initramfs; /* the second step: mkinitramfs.sh */
+	pid_t pid;
+	int pidfd, err_fd;
+	struct event_source *pid_src, *err_src;
+	char err[1024]; /* the tail of its stderr */
+	size_t err_len;
+};
+
+static void prep_drain(struct vm_prep *p)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (p->err_fd < 0)
+			return;
+		if (p->err_len + 1 >= sizeof(p->err))
+			/* Keep the tail. */
+			memmove(p->err, p->err + sizeof(p->err) / 2,
+				p->err_len -= sizeof(p->err) / 2);
+		n = read(p->err_fd, p->err + p->err_len, sizeof(p->err) - 1 - p->err_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0) { /* EOF */
+				event_source_free(TAKE_PTR(p->err_src));
+				p->err_fd = safe_close(p->err_fd);
+			}
+			break;
+		}
+		p->err_len += (size_t)n;
+	}
+	p->err[p->err_len] = 0;
+}
+
+/* Kill the child if it still runs (its process group: mkinitramfs.sh's pipeline too), reap it,
+ * and free p. */
+static void prep_free(struct vm_prep *p)
+{
+	if (!p)
+		return;
+	event_source_free(p->pid_src);
+	event_source_free(p->err_src);
+	if (p->pidfd >= 0) {
+		(void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+		(void)kill(-p->pid, SIGKILL);
+		(void)waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &(siginfo_t){ 0 }, WEXITED);
+		safe_close(p->pidfd);
+	}
+	safe_close(p->err_fd);
+	free(p);
+}
+
+static int on_prep_exit(struct event_source *s, int fd, uint32_t revents, void *userdata);
+static int on_prep_err(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	prep_drain(userdata);
+	return 0;
+}
+
+/* Start argv[0] with stdin and stdout on /dev/null and stderr into p->err. */
+static int prep_spawn(struct vm_prep *p, char *const *argv)
+{
+	struct backend_instance *bi = p->bi;
+	int st[2] = { -1, -1 }, null_fd, pidfd = -1, r;
+	pid_t parent = getpid(), pid;
+
+	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null_fd < 0)
+		return -errno;
+	if (pipe2(st, O_CLOEXEC) < 0) {
+		r = -errno;
+		safe_close(null_fd);
+		return r;
+	}
+	{
+		struct clone_args {
+			unsigned long long flags, pidfd, child_tid, parent_tid, exit_signal, stack,
+				stack_size, tls;
+		} ca = { .flags = 0x00001000ULL /* CLONE_PIDFD */,
+			 .pidfd = (unsigned long long)(uintptr_t)&pidfd,
+			 .exit_signal = SIGCHLD };
+
+		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	}
+	if (pid == 0) {
+		/* (system calls only: the controller may be threaded) */
+		(void)setpgid(0, 0);
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent || dup2(null_fd, STDIN_FILENO) < 0 ||
+		    dup2(null_fd, STDOUT_FILENO) < 0 || dup2(st[1], STDERR_FILENO) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		/* (the reason prepare reports) */
+		(void)!write(STDERR_FILENO, "cannot run ", 11);
+		(void)!write(STDERR_FILENO, argv[0], strlen(argv[0]));
+		(void)!write(STDERR_FILENO, "\n", 1);
+		_exit(127);
+	}
+	r = pid < 0 ? -errno : 0;
+	safe_close(null_fd);
+	safe_close(st[1]);
+	if (r < 0) {
+		safe_close(st[0]);
+		return r;
+	}
+	p->pid = pid;
+	p->pidfd = pidfd;
+	p->err_fd = st[0];
+	p->err_len = 0;
+	p->err[0] = 0;
+	(void)fcntl(st[0], F_SETFL, O_NONBLOCK);
+	r = event_add_io(bi->host->loop, pidfd, EPOLLIN, on_prep_exit, p, &p->pid_src);
+	if (r >= 0)
+		r = event_add_io(bi->host->loop, st[0], EPOLLIN, on_prep_err, p, &p->err_src);
+	return r;
+}
+
+/* The last line of the child's stderr, without the program's prefix. */
+static const char *prep_reason(struct vm_prep *p)
+{
+	char *line = p->err;
+	size_t n = p->err_len;
+
+	while (n > 0 && (p->err[n - 1] == '\n' || p->err[n - 1] == '\r'))
+		p->err[--n] = 0;
+	for (size_t i = n; i > 0; i--)
+		if (p->err[i - 1] == '\n') {
+			line = p->err + i;
+			break;
+		}
+	if (strncmp(line, "cordon-vm-helpers: ", 19) == 0)
+		line += 19;
+	return line;
+}
+
+/* The end of prepare: p goes, then done (which may free the instance). */
+static void prep_finish(struct vm_prep *p, int r, const char *message)
+{
+	struct backend_instance *bi = p->bi;
+	struct vm_data *d = bi->data;
+	backend_done_cb done = p->done;
+	void *ud = p->ud;
+
+	d->prep = NULL;
+	prep_free(p);
+	if (r >= 0) {
+		json_decref(d->hello);
+		d->hello = json_incref(bi->host->launcher_hello(bi->host));
+		d->kvm = kvm_usable();
+		d->tsc_khz = host_tsc_khz();
+		log_info("%s: %s, kernel %s, helpers in %s, %s", bi->name, d->qemu, d->kernel,
+			 d->helpers_dir, d->kvm ? "KVM" : "TCG");
+	}
+	done(bi, r, message, ud);
+}
+
+/* Whether the default initramfs must be (re)built: missing, or older than the agent. */
+static bool initramfs_stale(struct vm_data *d, const char *agent)
+{
+	struct stat a, i;
+
+	if (stat(d->initrd, &i) < 0 || stat(agent, &a) < 0)
+		return true;
+	return i.st_mtim.tv_sec < a.st_mtim.tv_sec ||
+	       (i.st_mtim.tv_sec == a.st_mtim.tv_sec && i.st_mtim.tv_nsec < a.st_mtim.tv_nsec);
+}
+
+static int on_prep_exit(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct vm_prep *p = userdata;
+	struct vm_data *d = p->bi->data;
+	siginfo_t si = { 0 };
+	char msg[2048];
+	bool ok;
+	int r;
+
+	if (waitid((idtype_t)P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+		return 0;
+	/* Reaped: what it wrote last is in the pipe (a grandchild may still hold it: not waited
+	 * for). */
+	event_source_free(TAKE_PTR(p->pid_src));
+	p->pidfd = safe_close(p->pidfd);
+	prep_drain(p);
+	event_source_free(TAKE_PTR(p->err_src));
+	p->err_fd = safe_close(p->err_fd);
+	ok = si.si_code == CLD_EXITED && si.si_status == 0;
+	if (!p->initramfs) {
+		_cleanup_free_ char *agent = NULL, *vmdir = NULL;
+		const char *slash = strrchr(d->kernel, '/');
+
+		if (!ok) {
+			const char *why = prep_reason(p);
+
+			if (*why)
+				(void)snprintf(msg, sizeof(msg), "%s", why);
+			else
+				(void)snprintf(msg, sizeof(msg),
+					       "cordon-vm-helpers failed (status %d) fetching the "
+					       "guest agent into %s",
+					       si.si_status, d->helpers_dir);
+			prep_finish(p, strstr(msg, "pin") ? -EBADMSG : -EIO, msg);
+			return 0;
+		}
+		if (asprintf(&agent, "%s/agent", d->helpers_dir) < 0)
+			agent = NULL;
+		if (asprintf(&vmdir, "%.*s", slash ? (int)(slash - d->kernel) : 1,
+			     slash ? d->kernel : ".") < 0)
+			vmdir = NULL;
+		if (!agent || !vmdir) {
+			prep_finish(p, -ENOMEM, "out of memory");
+			return 0;
+		}
+		if (!d->initrd_default || !initramfs_stale(d, agent)) {
+			prep_finish(p, 0, NULL);
+			return 0;
+		}
+		{
+			const char *script = getenv("CORDON_VM_MKINITRAMFS");
+			char *argv[6] = { (char *)"/bin/sh" };
+
+			argv[1] = (char *)(!isempty(script) ? script
+							    : VM_SCRIPTS_DIR "/mkinitramfs.sh");
+			argv[2] = agent;
+			argv[3] = vmdir;
+			argv[4] = d->initrd;
+			log_info("%s: building %s from %s", p->bi->name, d->initrd, agent);
+			p->initramfs = true;
+			r = prep_spawn(p, argv);
+		}
+		if (r < 0) {
+			(void)snprintf(msg, sizeof(msg), "cannot run mkinitramfs.sh: %s",
+				       strerror(-r));
+			prep_finish(p, r, msg);
+		}
+		return 0;
+	}
+	if (!ok) {
+		(void)snprintf(msg, sizeof(msg), "the initramfs %s could not be built: %s",
+			       d->initrd,
+			       *prep_reason(p) ? prep_reason(p) : "mkinitramfs.sh failed");
+		prep_finish(p, -EIO, msg);
+		return 0;
+	}
+	prep_finish(p, 0, NULL);
+	return 0;
+}
+
 static void vm_prepare(struct backend_instance *bi, backend_done_cb done, void *ud)
 {
 	struct vm_data *d = bi->data;
+	struct vm_prep *p;
+	const char *tool = getenv("CORDON_VM_HELPERS");
 	char msg[4200];
+	char *argv[8];
+	size_t n = 0;
+	int r;
 
 	if (!d) {
 		done(bi, -EINVAL, "not configured", ud);
+		return;
+	}
+	if (d->prep) {
+		done(bi, -EBUSY, "already being prepared", ud);
 		return;
 	}
 	free(d->qemu);
@@ -303,19 +615,38 @@ static void vm_prepare(struct backend_instance *bi, backend_done_cb done, void *
 		done(bi, -ENOENT, msg, ud);
 		return;
 	}
-	if (access(d->initrd, R_OK) < 0) {
-		(void)snprintf(msg, sizeof(msg),
-			       "no initramfs at %s (backends/vm/mkinitramfs.sh builds it)",
-			       d->initrd);
-		done(bi, -ENOENT, msg, ud);
+	/* An initramfs of one's own carries its own agent: nothing to fetch for it. */
+	if (!d->initrd_default) {
+		if (access(d->initrd, R_OK) < 0) {
+			(void)snprintf(msg, sizeof(msg),
+				       "no initramfs at %s (backends/vm/mkinitramfs.sh builds it)",
+				       d->initrd);
+			done(bi, -ENOENT, msg, ud);
+			return;
+		}
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		done(bi, -ENOMEM, "out of memory", ud);
 		return;
 	}
-	json_decref(d->hello);
-	d->hello = json_incref(bi->host->launcher_hello(bi->host));
-	d->kvm = kvm_usable();
-	d->tsc_khz = host_tsc_khz();
-	log_info("%s: %s, kernel %s, %s", bi->name, d->qemu, d->kernel, d->kvm ? "KVM" : "TCG");
-	done(bi, 0, NULL, ud);
+	*p = (struct vm_prep){ .bi = bi, .done = done, .ud = ud, .pidfd = -1, .err_fd = -1 };
+	d->prep = p;
+	argv[n++] = (char *)(!isempty(tool) ? tool : CORDON_LIBEXECDIR "/cordon-vm-helpers");
+	argv[n++] = (char *)"fetch";
+	argv[n++] = (char *)"--dir";
+	argv[n++] = d->helpers_dir;
+	if (d->helpers_base_url) {
+		argv[n++] = (char *)"--base-url";
+		argv[n++] = d->helpers_base_url;
+	}
+	argv[n++] = (char *)"agent";
+	argv[n] = NULL;
+	r = prep_spawn(p, argv);
+	if (r < 0) {
+		(void)snprintf(msg, sizeof(msg), "cannot run %s: %s", argv[0], strerror(-r));
+		prep_finish(p, r, msg);
+	}
 }
 
 static json_t *vm_hello(struct backend_instance *bi)
@@ -342,6 +673,8 @@ struct keeper_args {
 	int null_fd;
 	uint8_t *init; /* the INIT frame; its first 8 payload bytes get the time */
 	size_t init_len;
+	int qmp, qmp_end;   /* QMP's socketpair (QEMU's end: its fd 4), or -1 */
+	struct vmb_job *bl; /* the baseline to restore or save, or NULL */
 };
 
 static uint64_t mono_ms(void)
@@ -491,6 +824,124 @@ static int ctl_read(int fd, uint8_t *type, uint8_t *buf, size_t size, uint32_t *
 	return *len ? r_read(fd, buf, *len) : 0;
 }
 
+/* Report a baseline's fate to the controller (VK_BASELINE). */
+static void keeper_baseline(struct keeper_args *a, uint8_t what, uint64_t ms, uint64_t bytes,
+			    const char *text)
+{
+	static uint8_t b[9 + 512];
+	size_t n = 0;
+
+	b[0] = what;
+	vm_put32(b + 1, (uint32_t)ms);
+	vm_put32(b + 5, (uint32_t)(bytes >> 10));
+	for (; text && text[n] && n < 512; n++)
+		b[9 + n] = (uint8_t)text[n];
+	(void)r_frame(a->ctl, VK_BASELINE, b, (uint32_t)(9 + n));
+}
+
+/* Start QEMU with argv: the agent's port on its fd 3, QMP on 4 (if any), incoming on 5 (if
+ * >= 0). */
+static pid_t keeper_fork_qemu(struct keeper_args *a, char *const *argv, int incoming)
+{
+	pid_t qemu = fork();
+
+	if (qemu < 0)
+		keeper_end(a, -1, "cannot fork QEMU");
+	if (qemu == 0) {
+		int src[3] = { a->qemu_end, a->qmp_end, incoming };
+		sigset_t none;
+
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
+		sigemptyset(&none);
+		(void)sigprocmask(SIG_SETMASK, &none, NULL);
+		(void)setsid();
+		/* (moved above the targets first, so that no dup2() overwrites a source) */
+		for (int i = 0; i < 3; i++)
+			if (src[i] >= 0 && (src[i] = fcntl(src[i], F_DUPFD, 10)) < 0)
+				_exit(1);
+		if (dup2(a->null_fd, 0) < 0 || dup2(a->null_fd, 1) < 0 || dup2(a->status, 2) < 0)
+			_exit(1);
+		for (int i = 0; i < 3; i++)
+			if (src[i] >= 0 && dup2(src[i], 3 + i) < 0)
+				_exit(1);
+		(void)syscall(SYS_close_range, 6U, ~0U, 0U);
+		execve(argv[0], argv, a->qemu_envp);
+		_exit(127);
+	}
+	return qemu;
+}
+
+/* Start the VM: from its baseline if it has one (cold, once, when that fails: the guest never
+ * ran from it), else cold. *restored: the guest runs from the baseline, its agent's hello
+ * already given before the save. */
+static pid_t keeper_boot(struct keeper_args *a, uint64_t deadline, bool *restored)
+{
+	struct vmb_job *j = a->bl;
+	uint64_t t = mono_ms();
+	char why[512];
+	int pp[2], s1[2], s2[2];
+	pid_t qemu;
+
+	*restored = false;
+	if (!j || !j->restore)
+		return keeper_fork_qemu(a, a->qemu_argv, -1);
+	if (pipe2(pp, O_CLOEXEC) < 0)
+		keeper_end(a, -1, "cannot make a pipe");
+	(void)fcntl(pp[1], F_SETPIPE_SZ, 1 << 20);
+	(void)fcntl(pp[1], F_SETFL, O_NONBLOCK);
+	qemu = keeper_fork_qemu(a, j->restore_argv, pp[0]);
+	close(pp[0]);
+	if (vmb_keeper_restore(j, a->qmp, pp[1], deadline, why, sizeof(why)) == 0) {
+		close(j->artifact_fd); /* (its shared lock with it) */
+		j->artifact_fd = -1;
+		*restored = true;
+		keeper_baseline(a, 'r', mono_ms() - t, j->want_bytes, j->key);
+		return qemu;
+	}
+	(void)kill(qemu, SIGKILL);
+	(void)waitpid(qemu, NULL, 0);
+	close(j->artifact_fd);
+	j->artifact_fd = -1;
+	keeper_baseline(a, 'i', mono_ms() - t, 0, why);
+	vmb_keeper_discard(j);
+	j->restore = false; /* a fresh one is saved at the agent's hello */
+	/* New channels: the old ones may hold what the first QEMU left. */
+	close(a->agent);
+	close(a->qemu_end);
+	close(a->qmp);
+	close(a->qmp_end);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s1) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s2) < 0)
+		keeper_end(a, -1, "cannot make a socketpair");
+	a->agent = s1[0];
+	a->qemu_end = s1[1];
+	a->qmp = s2[0];
+	a->qmp_end = s2[1];
+	return keeper_fork_qemu(a, a->qemu_argv, -1);
+}
+
+/* The agent said hello (now, or before the baseline's save): its INIT (wall clock, entropy,
+ * workspace), and VK_READY. */
+static void keeper_hello(struct keeper_args *a, pid_t qemu, uint64_t t0, uint64_t boot_ms)
+{
+	struct timespec ts;
+	uint64_t ns;
+	uint8_t x[8];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	vm_put32(a->init + VM_FRAME_HEADER, (uint32_t)(ns >> 32));
+	vm_put32(a->init + VM_FRAME_HEADER + 4, (uint32_t)ns);
+	if (r_write(a->agent, a->init, a->init_len) < 0)
+		keeper_end(a, qemu, "the VM went away");
+	vm_put32(x, (uint32_t)(mono_ms() - t0));
+	vm_put32(x + 4, (uint32_t)boot_ms);
+	if (r_frame(a->ctl, VK_READY, x, sizeof(x)) < 0)
+		keeper_end(a, qemu, NULL);
+}
+
 _noreturn_ static void keeper_run(struct keeper_args *a)
 {
 	static uint8_t buf[1 << 19], sbuf[4 + VM_OUTPUT_CHUNK];
@@ -501,12 +952,14 @@ _noreturn_ static void keeper_run(struct keeper_args *a)
 	sigset_t mask;
 	int sfd;
 	pid_t qemu;
-	bool ready = false;
+	bool ready = false, restored;
 	uint64_t t0 = mono_ms(), deadline = t0 + VM_BOOT_TIMEOUT_MS;
 
 	/* Nothing of the controller's but what the keeper needs (it does not exec). */
 	{
-		int keep[7] = { a->ctl, a->agent, a->qemu_end, a->status, a->null_fd, 2, -1 };
+		int bl_dir = a->bl ? a->bl->dir_fd : -1, bl_art = a->bl ? a->bl->artifact_fd : -1;
+		int keep[11] = { a->ctl, a->agent,   a->qemu_end, a->status, a->null_fd, 2,
+				 a->qmp, a->qmp_end, bl_dir,	  bl_art,    -1 };
 		int from = 3;
 
 		for (size_t i = 0; i < ELEMENTSOF(keep); i++)
@@ -538,27 +991,11 @@ _noreturn_ static void keeper_run(struct keeper_args *a)
 	sigaddset(&mask, SIGCHLD);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
-	qemu = fork();
-	if (qemu < 0)
-		keeper_end(a, -1, "cannot fork QEMU");
-	if (qemu == 0) {
-		sigset_t none;
-
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
-			_exit(1);
-		sigemptyset(&none);
-		(void)sigprocmask(SIG_SETMASK, &none, NULL);
-		(void)setsid();
-		if (dup2(a->qemu_end, 3) < 0 || dup2(a->null_fd, 0) < 0 ||
-		    dup2(a->null_fd, 1) < 0 || dup2(a->status, 2) < 0)
-			_exit(1);
-		(void)syscall(SYS_close_range, 4U, ~0U, 0U);
-		execve(a->qemu_argv[0], a->qemu_argv, a->qemu_envp);
-		_exit(127);
-	}
+	qemu = keeper_boot(a, deadline, &restored);
 	close(a->qemu_end);
 	close(a->status);
+	if (a->qmp_end >= 0)
+		close(a->qmp_end);
 	/* (mmap, not malloc: this process was forked from a threaded one) */
 	obufs = mmap(NULL, ELEMENTSOF(kp) * 2 * VM_OUTPUT_CHUNK, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -570,6 +1007,10 @@ _noreturn_ static void keeper_run(struct keeper_args *a)
 			kp[i].out[s] = obufs + (i * 2 + (size_t)s) * VM_OUTPUT_CHUNK;
 			kp[i].out_len[s] = kp[i].out_off[s] = 0;
 		}
+	}
+	if (restored) {
+		ready = true;
+		keeper_hello(a, qemu, t0, 0);
 	}
 
 	for (;;) {
@@ -720,26 +1161,27 @@ _noreturn_ static void keeper_run(struct keeper_args *a)
 			c = len >= 4 && h[0] != VM_READY ? kproc_find(vm_get32(buf)) : NULL;
 			switch (h[0]) {
 			case VM_READY: {
-				struct timespec ts;
-				uint64_t ns, boot = 0;
-				uint8_t x[8];
+				uint64_t boot = 0;
 
 				if (ready)
 					break;
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-				vm_put32(a->init + VM_FRAME_HEADER, (uint32_t)(ns >> 32));
-				vm_put32(a->init + VM_FRAME_HEADER + 4, (uint32_t)ns);
-				if (r_write(a->agent, a->init, a->init_len) < 0)
-					keeper_end(a, qemu, "the VM went away");
+				if (a->bl && !a->bl->restore) {
+					/* Before INIT: no clock, entropy or workspace in it. */
+					uint64_t bytes = 0, ts = mono_ms();
+					char why[512];
+					int r = vmb_keeper_save(a->bl, a->qmp, ts + 30000, &bytes,
+								why, sizeof(why));
+
+					if (r == -2)
+						keeper_end(a, qemu, why);
+					keeper_baseline(a, r == 0 ? 's' : 'f', mono_ms() - ts,
+							bytes, r == 0 ? a->bl->key : why);
+				}
 				if (len == 8)
 					boot = ((uint64_t)vm_get32(buf) << 32 | vm_get32(buf + 4)) /
 					       1000000;
-				vm_put32(x, (uint32_t)(mono_ms() - t0));
-				vm_put32(x + 4, (uint32_t)boot);
 				ready = true;
-				if (r_frame(a->ctl, VK_READY, x, sizeof(x)) < 0)
-					keeper_end(a, qemu, NULL);
+				keeper_hello(a, qemu, t0, boot);
 				break;
 			}
 			case VM_STDOUT:
@@ -1088,6 +1530,43 @@ static void keeper_ready(struct vm_keeper *k, const uint8_t *b)
 	}
 }
 
+/* What the keeper did with the VM's baseline. */
+static void keeper_baseline_note(struct vm_keeper *k, const uint8_t *b, uint32_t len)
+{
+	struct backend_instance *bi = k->bi;
+	struct vm_data *d = bi->data;
+	const char *what = k->lease[0] ? k->lease : "one-shot";
+	char text[520];
+	unsigned ms, kib;
+
+	if (len < 9)
+		return;
+	ms = vm_get32(b + 1);
+	kib = vm_get32(b + 5);
+	(void)snprintf(text, sizeof(text), "%.*s", (int)(len - 9), (const char *)b + 9);
+	switch (b[0]) {
+	case 'r':
+		log_info("%s: %s: VM restored from baseline %s (%u KiB streamed and verified in "
+			 "%u ms)",
+			 bi->name, what, text, kib, ms);
+		break;
+	case 's':
+		log_info("%s: %s: baseline %s saved (%u KiB in %u ms)", bi->name, what, text, kib,
+			 ms);
+		if (d->bl)
+			vmb_evict(d->bl);
+		break;
+	case 'i':
+		log_warning("%s: %s: baseline invalid: %s (booting cold)", bi->name, what, text);
+		bi->host->event(bi->host, "backend-baseline-invalid",
+				json_pack("{s:s,s:s}", "launcher", bi->name, "reason", text));
+		break;
+	default:
+		log_warning("%s: %s: baseline not saved: %s", bi->name, what, text);
+		break;
+	}
+}
+
 static void keeper_handle(struct vm_keeper *k, uint8_t type, const uint8_t *b, uint32_t len)
 {
 	struct backend_instance *bi = k->bi;
@@ -1107,6 +1586,9 @@ static void keeper_handle(struct vm_keeper *k, uint8_t type, const uint8_t *b, u
 		break;
 	case VK_LOST:
 		(void)snprintf(k->reason, sizeof(k->reason), "%.*s", (int)len, (const char *)b);
+		break;
+	case VK_BASELINE:
+		keeper_baseline_note(k, b, len);
 		break;
 	default:
 		break;
@@ -1337,10 +1819,12 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 	struct keeper_args ka = { 0 };
 	struct vm_keeper *k = NULL;
 	int sv[2] = { -1, -1 }, cs[2] = { -1, -1 }, st[2] = { -1, -1 }, null_fd = -1, pidfd = -1;
+	int qm[2] = { -1, -1 };
+	struct vmb_job *job = NULL;
 	int r;
 	bool has_ws = ws && ws->host_path && ws->mount_point;
 	size_t nq = 0;
-	uint8_t hdr[VM_FRAME_HEADER] = { 0 }, ent[32];
+	uint8_t hdr[VM_FRAME_HEADER] = { 0 }, ent[64];
 	pid_t parent = getpid();
 	static char qpath[] = "PATH=/usr/bin:/bin";
 	char *qenvp[] = { qpath, NULL };
@@ -1433,14 +1917,35 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 		Q("-device");
 		Q("virtio-9p-device,fsdev=ws,mount_tag=ws");
 	}
+	if (d->bl) {
+		/* QMP for the baseline's save or restore (vm-baseline.c). */
+		Q("-chardev");
+		Q("socket,id=qmp,fd=4");
+		Q("-mon");
+		Q("chardev=qmp,mode=control");
+	}
 	Q("-sandbox");
 	Q("on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
 #undef Q
 #undef QF
 
+	if (d->bl) {
+		char reason[512];
+
+		(void)vmb_plan(d->bl, d->qemu, d->kernel, d->initrd, qargv, d->kvm ? "kvm" : "tcg",
+			       d->memory_mib, &job, reason, sizeof(reason));
+		if (reason[0]) {
+			log_warning("%s: baseline refused: %s (booting cold)", bi->name, reason);
+			bi->host->event(bi->host, "backend-baseline-invalid",
+					json_pack("{s:s,s:s}", "launcher", bi->name, "reason",
+						  reason));
+		}
+	}
 	r = -errno;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cs) < 0 || pipe2(st, O_CLOEXEC) < 0)
+		goto fail;
+	if (d->bl && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, qm) < 0)
 		goto fail;
 	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null_fd < 0)
@@ -1459,6 +1964,9 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 		.null_fd = null_fd,
 		.init = init.d,
 		.init_len = init.len,
+		.qmp = qm[0],
+		.qmp_end = qm[1],
+		.bl = job,
 	};
 	{
 		struct clone_args {
@@ -1488,6 +1996,9 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 	safe_close(cs[1]);
 	safe_close(st[1]);
 	safe_close(null_fd);
+	safe_close(qm[0]);
+	safe_close(qm[1]);
+	vmb_job_free(job);
 	free(init.d);
 	k->bi = bi;
 	k->pid = pid;
@@ -1530,6 +2041,9 @@ fail:
 	safe_close(st[0]);
 	safe_close(st[1]);
 	safe_close(null_fd);
+	safe_close(qm[0]);
+	safe_close(qm[1]);
+	vmb_job_free(job);
 	return r;
 }
 
@@ -1777,6 +2291,11 @@ static int vm_dispose(struct backend_instance *bi)
 
 static void vm_free(struct backend_instance *bi)
 {
+	struct vm_data *d = bi->data;
+
+	/* Freed mid-prepare: its child is killed; nobody waits for its done any more. */
+	if (d)
+		prep_free(TAKE_PTR(d->prep));
 	(void)vm_dispose(bi);
 	vm_data_free(bi->data);
 	bi->data = NULL;

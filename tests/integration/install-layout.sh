@@ -68,8 +68,8 @@ launcherd_mode=0755
 	echo "0644 $mandir/man8/cordon-controller.8"
 	echo "0644 $mandir/man8/cordon-launcherd.8"
 	echo "0644 $docdir/README.md"
-	# builtin:vm's guest agent and the scripts that fetch its kernel and build its initramfs.
-	echo "0755 $libexecdir/cordon/cordon-vm-agent"
+	# builtin:vm's helper fetcher and the scripts that fetch its kernel and build its initramfs.
+	echo "0755 $libexecdir/cordon-vm-helpers"
 	echo "0755 $pkgdatadir/vm/fetch-kernel.sh"
 	echo "0755 $pkgdatadir/vm/mkinitramfs.sh"
 	# The packs shipped in this tree, each a directory `cordon pack install` takes.

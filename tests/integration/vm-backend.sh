@@ -2,8 +2,11 @@
 # builtin:vm (backends/vm/): a QEMU micro-VM per one-shot command, one per lease, under TCG here. The guest kernel is
 # fetched beforehand (backends/vm/fetch-kernel.sh DIR, from the distribution's mirror: .ci/run
 # does it with the package installs; a test talks to nothing but loopback), found in
-# $CORDON_VM_CACHE or the build directory's vm-cache, and the initramfs built from the agent
-# this build made; then, with builtin:vm
+# $CORDON_VM_CACHE or the build directory's vm-cache and linked into a <vmDir> of this test's.
+# The guest helpers are built here (backends/vm/build-helpers.sh) into an offline mirror, and
+# the activation takes the real path: its helpersBaseUrl (file:) fetches the agent into
+# <vmDir>/bin, verified against the pins, and the backend builds the initramfs from it; a second
+# activation reuses both. Then, with builtin:vm
 # activated explicitly: a command's output and exit code, stdout and stderr apart, stdin, a
 # signal, a timeout that kills QEMU and leaves no process, a read-only workspace that the guest
 # cannot write, two boots that read different /dev/urandom bytes; leases: one VM for all of a
@@ -22,21 +25,33 @@ if [ -n "${CORDON_SKIP_SLOW:-}" ]; then
 	exit 0
 fi
 
-AGENT="$top_builddir/backends/vm/guest/cordon-vm-agent"
 CACHE=${CORDON_VM_CACHE:-$top_builddir/vm-cache}
 # (skip_all is a failure under CORDON_MUST_WORK=1)
 need() { skip_all "$1"; }
 [ -x "$CORDON" ] || skip_all "cordon not built"
-[ -x "$AGENT" ] || need "the guest agent is not built"
+[ -x "$top_builddir/cordon-vm-helpers" ] || skip_all "cordon-vm-helpers not built"
 command -v qemu-system-x86_64 >/dev/null || need "qemu-system-x86_64 missing (qemu-system-x86)"
 [ -x /bin/busybox ] || need "no static busybox (busybox-static)"
-[ -s "$CACHE/vmlinux" ] ||
+{ [ -s "$CACHE/vmlinux" ] && [ -s "$CACHE/modules.order" ]; } ||
 	need "no guest kernel in $CACHE (backends/vm/fetch-kernel.sh $CACHE fetches it)"
-if [ ! -s "$CACHE/initramfs.cpio.gz" ] || [ "$AGENT" -nt "$CACHE/initramfs.cpio.gz" ]; then
-	"$top_srcdir/backends/vm/mkinitramfs.sh" "$AGENT" "$CACHE" "$CACHE/initramfs.cpio.gz" ||
-		need "the initramfs could not be built"
-fi
 chmod -R a+rX "$CACHE"
+# The controller runs these (the build's, not the installed ones).
+export CORDON_VM_HELPERS="$top_builddir/cordon-vm-helpers"
+export CORDON_VM_MKINITRAMFS="$top_srcdir/backends/vm/mkinitramfs.sh"
+# The helpers' offline mirror: this source built as the pins say (tests/integration/vm-helpers.sh
+# fails when it does not).
+CC=$(sed -n 's/^CC = //p' "$top_builddir/Makefile")
+HELPERS="$TEST_TMP/helpers"
+(cd "$TEST_TMP" && CC=$CC "$top_srcdir/backends/vm/build-helpers.sh" "$top_srcdir" "$HELPERS") \
+	>"$TEST_TMP/helpers.log" 2>&1 || need "the guest helpers do not build: $(tail -c 300 "$TEST_TMP/helpers.log")"
+PIN=$(awk '$1 == "agent" { print $2 }' "$top_srcdir/backends/vm/helper-pins.txt")
+# <vmDir>: the cached kernel and its modules, linked; bin/ and the initramfs are the backend's.
+VMD="$TEST_TMP/vm"
+mkdir -p "$VMD"
+for f in vmlinux modules modules.order; do ln -s "$CACHE/$f" "$VMD/$f"; done
+chmod a+rx "$TEST_TMP" "$VMD"
+ACTIVATE=(backend activate builtin:vm --set kernel="$VMD/vmlinux"
+	--set helpersBaseUrl="file://$HELPERS/")
 
 # nothing of QEMU's left from this test's controller
 qemus() {
@@ -51,8 +66,22 @@ WORK="$TEST_TMP/work"
 mkdir -p "$WORK"
 chmod 0777 "$WORK"
 cd "$WORK" || exit 1
-out=$("$CORDON" backend activate builtin:vm --set kernel="$CACHE/vmlinux" 2>&1)
-ok $? "builtin:vm activates ($out)"
+out=$("$CORDON" "${ACTIVATE[@]}" 2>&1)
+ok $? "builtin:vm activates, fetching its agent from the offline mirror ($out)"
+is "$PIN 755" "$(sha256sum "$VMD/bin/agent" 2>&1 | cut -d' ' -f1) $(stat -c %a "$VMD/bin/agent" 2>&1)" \
+	"the agent is in <vmDir>/bin, verified against its pin, 0755"
+[ -s "$VMD/initramfs.cpio.gz" ] && [ ! "$VMD/bin/agent" -nt "$VMD/initramfs.cpio.gz" ]
+ok $? "the backend built the initramfs beside the kernel from it"
+gunzip -c "$VMD/initramfs.cpio.gz" | (cd "$TEST_TMP" && mkdir -p ird && cd ird &&
+	cpio -i --quiet init 2>/dev/null)
+cmp -s "$TEST_TMP/ird/init" "$VMD/bin/agent"
+ok $? "its /init is the fetched agent"
+before=$(stat -c %Y.%y "$VMD/bin/agent" "$VMD/initramfs.cpio.gz" | tr '\n' ' ')
+sleep 1.1
+out=$("$CORDON" "${ACTIVATE[@]}" 2>&1)
+ok $? "a second activation ($out)"
+is "$before" "$(stat -c %Y.%y "$VMD/bin/agent" "$VMD/initramfs.cpio.gz" | tr '\n' ' ')" \
+	"reuses the agent and the initramfs (neither is written again)"
 
 t0=$(date +%s%N)
 out=$("$CORDON" run -- sh -c 'echo out; echo err >&2; exit 3' 2>"$TEST_TMP/err")
@@ -220,9 +249,16 @@ is 0 "$(qemus)" "no QEMU is left after the lost lease"
 # $CONFORMANCE_CHECKS says, with the lease checks that run in a VM. timeout and cancel check the
 # exit reason only: a VM's processes are not on the host (the checks above show no QEMU is left).
 SETUP="$TEST_TMP/vm-setup.sh"
-# (an activation with the kernel: the suite's own activations keep the stored settings)
+# (an activation with the kernel: the suite's own activations keep the stored settings. For the
+# ordinary user's run it is the first cordon call, so the controller it starts gets the
+# environment; each user has a <vmDir> of its own, where its controller fetches the agent.)
 cat >"$SETUP" <<SH
-"\$1" backend activate builtin:vm --set kernel="$CACHE/vmlinux" >/dev/null
+export CORDON_VM_HELPERS="$CORDON_VM_HELPERS" CORDON_VM_MKINITRAMFS="$CORDON_VM_MKINITRAMFS"
+vmd=\$XDG_STATE_HOME/vm
+mkdir -p "\$vmd"
+for f in vmlinux modules modules.order; do ln -sfn "$CACHE/\$f" "\$vmd/\$f"; done
+"\$1" backend activate builtin:vm --set kernel="\$vmd/vmlinux" \\
+	--set helpersBaseUrl="file://$HELPERS/" >/dev/null
 SH
 chmod 0755 "$SETUP"
 out=$(CORDON_CONFORMANCE_REFS=builtin:vm CORDON_CONFORMANCE_SETUP="$SETUP" \
