@@ -461,14 +461,6 @@ void controller_backend_await_cancel(struct controller *c, void *ud)
 	}
 }
 
-json_t *controller_launcher_hello(struct controller *c)
-{
-	/* The floor and capabilities come from the OS launcher, whichever instance is active. */
-	if (c->active && c->active->ops->hello)
-		return c->active->ops->hello(c->active);
-	return NULL;
-}
-
 const char *controller_launcher_name(struct controller *c)
 {
 	return c->active ? c->active->name : "none";

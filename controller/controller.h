@@ -351,8 +351,15 @@ int method_pack_disable(struct client *cl, json_t *id, json_t *params, int *fds,
 int method_pack_remove(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_backend_list(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
 int method_backend_activate(struct client *cl, json_t *id, json_t *params, int *fds, size_t n);
-/* The active launcher's hello reply (capabilities and floor), borrowed. */
-json_t *controller_launcher_hello(struct controller *c);
+/* The active launcher's hello reply (capabilities and floor), borrowed: they come from the OS
+ * launcher, whichever instance is active. Inline: the event stream asks it too, and must not
+ * depend on controller-backend.c (tests/layering). */
+static inline json_t *controller_launcher_hello(struct controller *c)
+{
+	if (c->active && c->active->ops->hello)
+		return c->active->ops->hello(c->active);
+	return NULL;
+}
 /* Which launcher instance serves new processes, e.g. "builtin:auto#1". */
 const char *controller_launcher_name(struct controller *c);
 
