@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <linux/nsfs.h>
+#include <linux/sched.h>
 #include <linux/openat2.h>
 
 #include "common/system.h"
@@ -355,4 +357,16 @@ void close_all_but(int *keep, size_t n)
 		from = (unsigned)keep[i] + 1;
 	}
 	(void)syscall(SYS_close_range, from, ~0U, 0U);
+}
+
+pid_t fork_pidfd(int *ret_pidfd)
+{
+	struct clone_args ca = {
+		.flags = CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)ret_pidfd,
+		.exit_signal = SIGCHLD,
+	};
+	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+
+	return pid < 0 ? -errno : (pid_t)pid;
 }

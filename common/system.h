@@ -56,6 +56,12 @@ int count_open_fds(void);
 /* Mark every fd >= from close-on-exec (close_range with a fallback for old kernels). */
 int fds_cloexec_from(int from);
 
+/*
+ * fork(), with the child's pidfd (close-on-exec, as CLONE_PIDFD makes it) in *ret_pidfd in the
+ * parent: 0 in the child, the child's pid in the parent, -errno when it cannot (clone3).
+ */
+pid_t fork_pidfd(int *ret_pidfd);
+
 /* Thread-safe monotonic clock in nanoseconds / microseconds. */
 unsigned long long now_nsec(void);
 static inline unsigned long long now_usec(void)

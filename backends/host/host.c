@@ -228,18 +228,9 @@ static int host_spawn(struct backend_instance *bi, const struct backend_spawn *r
 	io[1] = stdio_fd(plan, "stdout", fds, n_fds);
 	io[2] = stdio_fd(plan, "stderr", fds, n_fds);
 
-	{
-		struct clone_args {
-			unsigned long long flags, pidfd, child_tid, parent_tid, exit_signal, stack,
-				stack_size, tls;
-		} ca = { .flags = 0x00001000ULL /* CLONE_PIDFD */,
-			 .pidfd = (unsigned long long)(uintptr_t)&pidfd,
-			 .exit_signal = SIGCHLD };
-
-		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-	}
+	pid = fork_pidfd(&pidfd);
 	if (pid < 0)
-		return -errno;
+		return (int)pid;
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 

@@ -411,16 +411,7 @@ static int prep_spawn(struct vm_prep *p, char *const *argv)
 		safe_close(null_fd);
 		return r;
 	}
-	{
-		struct clone_args {
-			unsigned long long flags, pidfd, child_tid, parent_tid, exit_signal, stack,
-				stack_size, tls;
-		} ca = { .flags = 0x00001000ULL /* CLONE_PIDFD */,
-			 .pidfd = (unsigned long long)(uintptr_t)&pidfd,
-			 .exit_signal = SIGCHLD };
-
-		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-	}
+	pid = fork_pidfd(&pidfd);
 	if (pid == 0) {
 		/* (system calls only: the controller may be threaded) */
 		(void)setpgid(0, 0);
@@ -435,7 +426,7 @@ static int prep_spawn(struct vm_prep *p, char *const *argv)
 		(void)!write(STDERR_FILENO, "\n", 1);
 		_exit(127);
 	}
-	r = pid < 0 ? -errno : 0;
+	r = pid < 0 ? (int)pid : 0;
 	safe_close(null_fd);
 	safe_close(st[1]);
 	if (r < 0) {
@@ -1968,18 +1959,9 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 		.qmp_end = qm[1],
 		.bl = job,
 	};
-	{
-		struct clone_args {
-			unsigned long long flags, pidfd, child_tid, parent_tid, exit_signal, stack,
-				stack_size, tls;
-		} ca = { .flags = 0x00001000ULL /* CLONE_PIDFD */,
-			 .pidfd = (unsigned long long)(uintptr_t)&pidfd,
-			 .exit_signal = SIGCHLD };
-
-		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-	}
+	pid = fork_pidfd(&pidfd);
 	if (pid < 0) {
-		r = -errno;
+		r = (int)pid;
 		goto fail;
 	}
 	if (pid == 0) {
