@@ -409,9 +409,12 @@ static int policy_suggest_cmd(struct cli *cli, const char *id, json_t *params)
 		    event_names(e, id))
 			json_array_append(denials, e);
 	if (json_array_size(denials) == 0) {
-		if (cli->json)
-			cli_print_json(json_pack("{s:s,s:{},s:[]}", "id", id, "patch", "items"));
-		else
+		if (cli->json) {
+			_cleanup_json_ json_t *none =
+				json_pack("{s:s,s:{},s:[]}", "id", id, "patch", "items");
+
+			cli_print_json(none);
+		} else
 			printf("%s: no refusal among the recent events: nothing to suggest\n", id);
 		return CLI_EXIT_OK;
 	}
