@@ -10,8 +10,15 @@ ld_require_root
 DP="python3 $S/tests/integration/denials.py"
 command -v python3 >/dev/null 2>&1 || skip_all "no python3"
 command -v jq >/dev/null 2>&1 || skip_all "no jq"
+# The kernel's audit is the whole host's: the tests that turn it on and off take turns (make
+# check runs tests in parallel). A process of its own holds the lock, so that nothing this test
+# starts inherits it.
+(exec 9>>/tmp/cordon-test-audit.lock && flock 9 && : >"$T/audit-locked" && exec sleep 3600) &
+audit_lock=$!
+trap 'kill $audit_lock 2>/dev/null; ld_cleanup' EXIT
+while [ ! -e "$T/audit-locked" ]; do sleep 0.1; done
 audit_was=$($DP --audit 2>/dev/null) || skip_all "the kernel has no audit (CONFIG_AUDIT)"
-trap '$DP --audit ${audit_was% *} >/dev/null 2>&1; ds_cleanup_controllers; ld_cleanup' EXIT
+trap '$DP --audit ${audit_was% *} >/dev/null 2>&1; kill $audit_lock 2>/dev/null; ds_cleanup_controllers; ld_cleanup' EXIT
 ds_cleanup_controllers() {
 	for lock in "$T"/xdg-*/run/cordon/controller.sock.lock; do
 		[ -s "$lock" ] || continue
