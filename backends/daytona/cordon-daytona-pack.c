@@ -43,6 +43,7 @@
 
 #include "backends/remote/remote-http.h"
 #include "backends/remote/remote-owner.h"
+#include "backends/packlib/packlib.h"
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
@@ -57,8 +58,6 @@
 #define UPLOAD_MAX (1024L * 1024 * 1024)
 #define BOUNDARY "cordon-daytona-7c1e0f5b9a"
 
-static struct jsonrpc_conn *conn;
-static pthread_mutex_t send_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static char instance[256] = "unconfigured";
 static char *auth_header; /* "Authorization: Bearer …" */
@@ -66,7 +65,6 @@ static char base_url[1024], snapshot[256], target[64];
 static long auto_stop_min = 15;
 static char owner[33], host_id[33];
 static int owner_lock_fd = -1;
-static atomic_bool stopping;
 static atomic_int auth_gen; /* bumped when configure sets the key */
 static unsigned next_proc;
 
@@ -96,26 +94,6 @@ struct proc {
 };
 static struct proc *procs;
 
-static void send_msg(json_t *m)
-{
-	pthread_mutex_lock(&send_lock);
-	if (m && jsonrpc_conn_send_wait(conn, m, NULL, 0) < 0)
-		fprintf(stderr, "cordon-daytona-pack: cannot write to the controller\n");
-	pthread_mutex_unlock(&send_lock);
-	json_decref(m);
-}
-
-static void reply(json_t *id, json_t *result)
-{
-	send_msg(jsonrpc_result_new(id, result));
-}
-
-static void reply_error(json_t *id, const char *message, const char *step)
-{
-	send_msg(jsonrpc_error_new(id, -32007, message,
-				   step ? json_pack("{s:s}", "step", step) : NULL));
-}
-
 static int client_new(long total_ms, struct rhttp_client **ret)
 {
 	struct rhttp_opts o = { .auth_header = auth_header,
@@ -124,17 +102,9 @@ static int client_new(long total_ms, struct rhttp_client **ret)
 				.total_timeout_ms = total_ms,
 				.max_retries = 4,
 				.backoff_ms = 250,
-				.cancel = &stopping };
+				.cancel = &packlib_stopping };
 
 	return rhttp_client_new(&o, ret);
-}
-
-static long usec_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000000L + (t.tv_nsec - t0->tv_nsec) / 1000;
 }
 
 static void sleep_ms(long ms)
@@ -305,12 +275,12 @@ static int wait_started(struct rhttp_client *c, const char *sandbox, char *tb, s
 			started_it = true;
 			continue;
 		}
-		if (usec_since(&t0) > 180L * 1000000) {
+		if (packlib_usec_since(&t0) > 180L * 1000000) {
 			(void)snprintf(msg, msg_size,
 				       "the sandbox did not start in 180 s (state %s)", state);
 			return -ETIMEDOUT;
 		}
-		if (atomic_load(&stopping))
+		if (atomic_load(&packlib_stopping))
 			return -ECANCELED;
 		sleep_ms(delay);
 		delay = delay < 1000 ? delay * 2 : 1000;
@@ -700,14 +670,14 @@ static int poll_command(struct rhttp_client *c, struct proc *p, int *exit_code, 
 			*exit_code = (int)json_integer_value(code);
 			return 0;
 		}
-		if (atomic_load(&stopping))
+		if (atomic_load(&packlib_stopping))
 			return -ECANCELED;
 		/* Every 5 ms for the first 200 ms and while output flows (a short command is
 		 * seen to end soon after it does; the polls are sequential, so a distant service's
 		 * round trips space them anyway), then growing by half up to 250 ms. */
-		delay = off != before || usec_since(&t0) < 200000 ? 5
-			: delay < 167				  ? delay + delay / 2
-								  : 250;
+		delay = off != before || packlib_usec_since(&t0) < 200000 ? 5
+			: delay < 167					  ? delay + delay / 2
+									  : 250;
 		sleep_ms(delay);
 	}
 }
@@ -771,9 +741,10 @@ static void *proc_main(void *ud)
 	/* The output fds close before the exit is told: the controller has all the output. */
 	p->out_fd = safe_close(p->out_fd);
 	p->err_fd = safe_close(p->err_fd);
-	send_msg(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s,s:I}}", "jsonrpc", "2.0", "method",
-			   "exited", "params", "sandbox", p->name, "exitCode", code, "signal", sig,
-			   "reason", reason, "durationUsec", (json_int_t)usec_since(&p->t0)));
+	packlib_send(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s,s:I}}", "jsonrpc", "2.0", "method",
+			       "exited", "params", "sandbox", p->name, "exitCode", code, "signal",
+			       sig, "reason", reason, "durationUsec",
+			       (json_int_t)packlib_usec_since(&p->t0)));
 	proc_free(p);
 	return NULL;
 }
@@ -930,22 +901,6 @@ static int download_fd(struct rhttp_client *c, struct lease *l, int fd, char *ms
 
 /* ------------------------------------------------------------------ calls */
 
-static void copy_setting(json_t *settings, const char *key, char *buf, size_t size)
-{
-	const char *v = json_string_value(json_object_get(settings, key));
-
-	if (v)
-		(void)snprintf(buf, size, "%s", v);
-}
-
-static void strip_slash(char *s)
-{
-	size_t n = strlen(s);
-
-	while (n > 0 && s[n - 1] == '/')
-		s[--n] = '\0';
-}
-
 /* This host's id (kept in the state directory) and this instance's owner lock. */
 static int setup_identity(void)
 {
@@ -960,12 +915,12 @@ static void do_configure(json_t *id, json_t *params)
 	json_t *key = json_object_get(json_object_get(params, "secrets"), "apiKey");
 	json_t *stop = json_object_get(settings, "autoStopMinutes");
 
-	copy_setting(params, "instance", instance, sizeof(instance));
+	packlib_copy_setting(params, "instance", instance, sizeof(instance));
 	(void)snprintf(base_url, sizeof(base_url), "https://app.daytona.io/api");
-	copy_setting(settings, "baseUrl", base_url, sizeof(base_url));
-	copy_setting(settings, "snapshot", snapshot, sizeof(snapshot));
-	copy_setting(settings, "target", target, sizeof(target));
-	strip_slash(base_url);
+	packlib_copy_setting(settings, "baseUrl", base_url, sizeof(base_url));
+	packlib_copy_setting(settings, "snapshot", snapshot, sizeof(snapshot));
+	packlib_copy_setting(settings, "target", target, sizeof(target));
+	packlib_strip_slash(base_url);
 	if (json_is_number(stop) && json_number_value(stop) >= 0 && json_number_value(stop) <= 1440)
 		auto_stop_min = (long)json_number_value(stop);
 	if (auth_header) {
@@ -982,19 +937,19 @@ static void do_configure(json_t *id, json_t *params)
 		instance, base_url, snapshot[0] ? snapshot : "(default)",
 		auth_header ? "configured" : "absent");
 	if (!auth_header) {
-		reply_error(id, "no API key: set the apiKey secret (cordon secret set)",
-			    "configure");
+		packlib_reply_error(id, "no API key: set the apiKey secret (cordon secret set)",
+				    "configure");
 		return;
 	}
 	if (!startswith(base_url, "https://") && !startswith(base_url, "http://")) {
-		reply_error(id, "baseUrl must be an http or https URL", "configure");
+		packlib_reply_error(id, "baseUrl must be an http or https URL", "configure");
 		return;
 	}
 	if (setup_identity() < 0) {
-		reply_error(id, "cannot set up the pack's state", "configure");
+		packlib_reply_error(id, "cannot set up the pack's state", "configure");
 		return;
 	}
-	reply(id, json_object());
+	packlib_reply(id, json_object());
 }
 
 #define LIST_PAGES_MAX 100
@@ -1014,7 +969,7 @@ static void do_prepare(json_t *id)
 	labels = strdup_printf("{\"cordonPack\":\"" PACK_ID "\",\"cordonHost\":\"%s\"}", host_id);
 	el = labels ? rhttp_escape(labels) : NULL;
 	if (!el || !orphans || client_new(60000, &c) < 0) {
-		reply_error(id, "out of memory", "prepare");
+		packlib_reply_error(id, "out of memory", "prepare");
 		return;
 	}
 	do {
@@ -1080,7 +1035,7 @@ static void do_prepare(json_t *id)
 		remote_owners_prune(owner);
 	rhttp_client_free(c);
 	fprintf(stderr, "cordon-daytona-pack: prepared (%zu orphans removed)\n", removed);
-	reply(id, json_object());
+	packlib_reply(id, json_object());
 }
 
 static void do_probe(json_t *id)
@@ -1091,31 +1046,19 @@ static void do_probe(json_t *id)
 	int r;
 
 	if (client_new(20000, &c) < 0) {
-		reply_error(id, "out of memory", NULL);
+		packlib_reply_error(id, "out of memory", NULL);
 		return;
 	}
 	r = api(c, "GET", "/sandbox?limit=1", NULL, true, &resp, msg, sizeof(msg));
 	if (r == 0 && resp.status != 200)
 		rhttp_error_message(&resp, msg, sizeof(msg));
 	if (r == 0 && resp.status == 200)
-		reply(id, json_pack("{s:b}", "available", true));
+		packlib_reply(id, json_pack("{s:b}", "available", true));
 	else
-		reply(id, json_pack("{s:b,s:s+}", "available", false, "reason", "Daytona: ", msg));
+		packlib_reply(id, json_pack("{s:b,s:s+}", "available", false, "reason",
+					    "Daytona: ", msg));
 	rhttp_response_done(&resp);
 	rhttp_client_free(c);
-}
-
-static bool lease_ok(const char *lease)
-{
-	size_t n = lease ? strlen(lease) : 0;
-
-	if (n == 0 || n > 64)
-		return false;
-	for (const char *p = lease; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
-			return false;
-	return true;
 }
 
 static struct lease *lease_find(const char *id)
@@ -1150,18 +1093,19 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 	char msg[512] = "";
 	int r;
 
-	if (!lease_ok(lease) || n_fds != 1) {
-		reply_error(id, "acquire needs a lease id and the workspace archive", "acquire");
+	if (!packlib_lease_ok(lease) || n_fds != 1) {
+		packlib_reply_error(id, "acquire needs a lease id and the workspace archive",
+				    "acquire");
 		return;
 	}
 	if (lease_find(lease)) {
-		reply_error(id, "the lease exists already", "acquire");
+		packlib_reply_error(id, "the lease exists already", "acquire");
 		return;
 	}
 	l = calloc(1, sizeof(*l));
 	if (!l || client_new(120000, &c) < 0) {
 		free(l);
-		reply_error(id, "out of memory", "acquire");
+		packlib_reply_error(id, "out of memory", "acquire");
 		return;
 	}
 	(void)snprintf(l->id, sizeof(l->id), "%s", lease);
@@ -1175,7 +1119,7 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 			(void)delete_sandbox(c, l->sandbox, m2, sizeof(m2));
 		free(l);
 		rhttp_client_free(c);
-		reply_error(id, msg, "acquire");
+		packlib_reply_error(id, msg, "acquire");
 		return;
 	}
 	if (!l->toolbox[0]) {
@@ -1198,7 +1142,7 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 		(void)delete_sandbox(c, l->sandbox, m2, sizeof(m2));
 		free(l);
 		rhttp_client_free(c);
-		reply_error(id, msg[0] ? msg : "cannot upload the workspace", "acquire");
+		packlib_reply_error(id, msg[0] ? msg : "cannot upload the workspace", "acquire");
 		return;
 	}
 	rhttp_client_free(c);
@@ -1207,7 +1151,7 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 	leases = l;
 	pthread_mutex_unlock(&table_lock);
 	fprintf(stderr, "cordon-daytona-pack: lease %s: sandbox %s ready\n", lease, l->sandbox);
-	reply(id, json_pack("{s:s}", "mountPoint", WS_DIR));
+	packlib_reply(id, json_pack("{s:s}", "mountPoint", WS_DIR));
 }
 
 static void do_release(json_t *id, json_t *params, int *fds, size_t n_fds)
@@ -1219,11 +1163,12 @@ static void do_release(json_t *id, json_t *params, int *fds, size_t n_fds)
 	int r;
 
 	if (!l || n_fds != 1) {
-		reply_error(id, "release needs a known lease and the archive's pipe", "release");
+		packlib_reply_error(id, "release needs a known lease and the archive's pipe",
+				    "release");
 		return;
 	}
 	if (client_new(0, &c) < 0) {
-		reply_error(id, "out of memory", "release");
+		packlib_reply_error(id, "out of memory", "release");
 		return;
 	}
 	r = wait_started(c, l->sandbox, l->toolbox, sizeof(l->toolbox), msg, sizeof(msg));
@@ -1242,19 +1187,9 @@ static void do_release(json_t *id, json_t *params, int *fds, size_t n_fds)
 	lease_drop(l);
 	rhttp_client_free(c);
 	if (r < 0)
-		reply_error(id, msg, "release");
+		packlib_reply_error(id, msg, "release");
 	else
-		reply(id, json_object());
-}
-
-static int fd_at(json_t *stdio, const char *name, int *fds, size_t n_fds)
-{
-	json_t *v = json_object_get(stdio, name);
-	json_int_t i = json_integer_value(v);
-
-	if (!json_is_integer(v) || i < 0 || (size_t)i >= n_fds || fds[i] < 0)
-		return -1;
-	return fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+		packlib_reply(id, json_object());
 }
 
 static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
@@ -1271,7 +1206,7 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 	pthread_t t;
 
 	if (!l) {
-		send_msg(jsonrpc_error_new(
+		packlib_send(jsonrpc_error_new(
 			id, -32007,
 			lease ? "no such lease"
 			      : "Daytona runs commands in leases: acquire a sandbox first",
@@ -1280,18 +1215,18 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 	}
 	if (!json_is_array(argv) || json_array_size(argv) == 0 ||
 	    !json_is_string(json_array_get(argv, 0))) {
-		reply_error(id, "the plan has no argv", "spawn");
+		packlib_reply_error(id, "the plan has no argv", "spawn");
 		return;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p || remote_random_hex(hex, 8) < 0) {
 		free(p);
-		reply_error(id, "out of memory", "spawn");
+		packlib_reply_error(id, "out of memory", "spawn");
 		return;
 	}
-	p->in_fd = fd_at(stdio, "stdin", fds, n_fds);
-	p->out_fd = fd_at(stdio, "stdout", fds, n_fds);
-	p->err_fd = fd_at(stdio, "stderr", fds, n_fds);
+	p->in_fd = packlib_fd_at(stdio, "stdin", fds, n_fds);
+	p->out_fd = packlib_fd_at(stdio, "stdout", fds, n_fds);
+	p->err_fd = packlib_fd_at(stdio, "stderr", fds, n_fds);
 	if (wcwd && !streq(wcwd, "."))
 		(void)snprintf(cwd, sizeof(cwd), WS_DIR "/%s", wcwd);
 	else
@@ -1299,7 +1234,7 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 	p->command = wrap_command(argv, json_object_get(plan, "envp"), cwd, p->in_fd >= 0);
 	if (!p->command) {
 		proc_free(p);
-		reply_error(id, "out of memory", "spawn");
+		packlib_reply_error(id, "out of memory", "spawn");
 		return;
 	}
 	pthread_mutex_lock(&table_lock);
@@ -1319,12 +1254,12 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 	procs = p;
 	pthread_mutex_unlock(&table_lock);
 	/* The answer goes first: the thread's exited notification must follow it. */
-	reply(id, json_pack("{s:s}", "sandbox", p->name));
+	packlib_reply(id, json_pack("{s:s}", "sandbox", p->name));
 	if (pthread_create(&t, NULL, proc_main, p) != 0) {
 		proc_unlink(p);
-		send_msg(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s}}", "jsonrpc", "2.0", "method",
-				   "exited", "params", "sandbox", p->name, "exitCode", 127,
-				   "signal", 0, "reason", "exited"));
+		packlib_send(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s}}", "jsonrpc", "2.0", "method",
+				       "exited", "params", "sandbox", p->name, "exitCode", 127,
+				       "signal", 0, "reason", "exited"));
 		proc_free(p);
 		return;
 	}
@@ -1351,11 +1286,11 @@ static void do_kill(json_t *id, json_t *params)
 		}
 	pthread_mutex_unlock(&table_lock);
 	if (!session[0]) {
-		send_msg(jsonrpc_error_new(id, -32003, "no such sandbox", NULL));
+		packlib_send(jsonrpc_error_new(id, -32003, "no such sandbox", NULL));
 		return;
 	}
 	if (!started) { /* its thread deletes the session as soon as it exists */
-		reply(id, json_object());
+		packlib_reply(id, json_object());
 		return;
 	}
 	/* No per-command signal in the toolbox: the session's group gets SIGTERM, then SIGKILL. */
@@ -1364,9 +1299,9 @@ static void do_kill(json_t *id, json_t *params)
 		r = delete_session(c, tb, session, msg, sizeof(msg));
 	rhttp_client_free(c);
 	if (r < 0)
-		reply_error(id, msg, "kill");
+		packlib_reply_error(id, msg, "kill");
 	else
-		reply(id, json_object());
+		packlib_reply(id, json_object());
 }
 
 static void do_dispose(json_t *id)
@@ -1384,9 +1319,9 @@ static void do_dispose(json_t *id)
 		rhttp_client_free(c);
 	}
 	if (failed)
-		reply_error(id, "cannot delete every sandbox", "dispose");
+		packlib_reply_error(id, "cannot delete every sandbox", "dispose");
 	else
-		reply(id, json_object());
+		packlib_reply(id, json_object());
 }
 
 /* Ends (session DELETE) the processes whose plan's timeout passed. */
@@ -1428,7 +1363,7 @@ static void *keepalive_main(void *ud)
 	int gen = 0;
 
 	(void)ud;
-	while (!atomic_load(&stopping)) {
+	while (!atomic_load(&packlib_stopping)) {
 		char ids[64][64];
 		size_t n = 0;
 		long every = auto_stop_min > 0 ? auto_stop_min * 20 : 60;
@@ -1465,67 +1400,20 @@ static void *keepalive_main(void *ud)
 	return NULL;
 }
 
-static void handle(json_t *msg, int *fds, size_t n_fds)
-{
-	const char *method = json_string_value(json_object_get(msg, "method"));
-	json_t *id = json_object_get(msg, "id"), *params = json_object_get(msg, "params");
-
-	if (!method || !id)
-		return;
-	if (streq(method, "configure"))
-		do_configure(id, params);
-	else if (streq(method, "prepare"))
-		do_prepare(id);
-	else if (streq(method, "isAvailable"))
-		do_probe(id);
-	else if (streq(method, "spawn"))
-		do_spawn(id, params, fds, n_fds);
-	else if (streq(method, "acquire"))
-		do_acquire(id, params, fds, n_fds);
-	else if (streq(method, "release"))
-		do_release(id, params, fds, n_fds);
-	else if (streq(method, "kill"))
-		do_kill(id, params);
-	else if (streq(method, "dispose"))
-		do_dispose(id);
-	else
-		send_msg(jsonrpc_error_new(id, JSONRPC_METHOD_NOT_FOUND, "no such method", NULL));
-}
-
 int main(void)
 {
-	pthread_t ka;
-	int r;
+	static const struct packlib_ops ops = {
+		.program = "cordon-daytona-pack",
+		.configure = do_configure,
+		.prepare = do_prepare,
+		.probe = do_probe,
+		.spawn = do_spawn,
+		.acquire = do_acquire,
+		.release = do_release,
+		.kill = do_kill,
+		.dispose = do_dispose,
+		.background = keepalive_main,
+	};
 
-	signal(SIGPIPE, SIG_IGN);
-	r = jsonrpc_conn_new(fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3), &conn);
-	if (r < 0) {
-		fprintf(stderr, "cordon-daytona-pack: cannot set up\n");
-		return 1;
-	}
-	{
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-		if (null < 0 || dup2(null, STDIN_FILENO) < 0)
-			return 1;
-		close(null);
-	}
-	(void)dup2(STDERR_FILENO, STDOUT_FILENO);
-	if (pthread_create(&ka, NULL, keepalive_main, NULL) == 0)
-		pthread_detach(ka);
-	for (;;) {
-		_cleanup_json_ json_t *m = NULL;
-		int fds[IPC_MAX_FDS];
-		size_t n_fds = 0;
-		struct field_error fe = { 0 };
-
-		r = jsonrpc_conn_recv(conn, &m, fds, &n_fds, -1, &fe);
-		if (r <= 0) {
-			close_many(fds, n_fds);
-			atomic_store(&stopping, true);
-			return r < 0 ? 1 : 0;
-		}
-		handle(m, fds, n_fds);
-		close_many(fds, n_fds);
-	}
+	return packlib_main(&ops);
 }

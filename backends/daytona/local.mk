@@ -7,7 +7,7 @@ dist_daytonapack_DATA = backends/daytona/pack.json
 backends_daytona_cordon_daytona_pack_SOURCES = backends/daytona/cordon-daytona-pack.c
 backends_daytona_cordon_daytona_pack_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS) \
 	-pthread
-backends_daytona_cordon_daytona_pack_LDADD = libremote.a libipc.a libcommon.a $(JANSSON_LIBS) \
+backends_daytona_cordon_daytona_pack_LDADD = libpacklib.a libremote.a libipc.a libcommon.a $(JANSSON_LIBS) \
 	$(LIBCURL_LIBS)
 backends_daytona_cordon_daytona_pack_LDFLAGS = -pthread
 

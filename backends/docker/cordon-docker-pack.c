@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/packlib/packlib.h"
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
@@ -57,8 +58,6 @@
 #define MARK_VAR "CORDON_PACK_SANDBOX"
 #define MAX_SANDBOXES 256
 
-static struct jsonrpc_conn *conn;
-static pthread_mutex_t send_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static char instance[256] = "unconfigured";
 static char image[512];
@@ -142,23 +141,9 @@ struct lease {
 static struct sandbox sandboxes[MAX_SANDBOXES];
 static struct lease leases[64];
 
-static void send_msg(json_t *m)
-{
-	pthread_mutex_lock(&send_lock);
-	if (m && jsonrpc_conn_send_wait(conn, m, NULL, 0) < 0)
-		fprintf(stderr, "cordon-docker-pack: cannot write to the controller\n");
-	pthread_mutex_unlock(&send_lock);
-	json_decref(m);
-}
-
-static void reply(json_t *id, json_t *result)
-{
-	send_msg(jsonrpc_result_new(id, result));
-}
-
 static void reply_error(json_t *id, const char *message, json_t *data)
 {
-	send_msg(jsonrpc_error_new(id, -32007, message, data));
+	packlib_send(jsonrpc_error_new(id, -32007, message, data));
 }
 
 /* ------------------------------------------------------------------- engine requests */
@@ -728,7 +713,7 @@ static void *run_thread(void *ud)
 		reason = "timeout", sig = 9, code = 0;
 	else if (sb->killed_signal == SIGKILL && !streq(reason, "memory"))
 		reason = "killed";
-	send_msg(jsonrpc_notification_new(
+	packlib_send(jsonrpc_notification_new(
 		"exited", json_pack("{s:s,s:i,s:i,s:s,s:I}", "sandbox", sb->name, "exitCode", code,
 				    "signal", sig, "reason", reason, "durationUsec",
 				    (json_int_t)(now_usec() - run->started))));
@@ -929,7 +914,7 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 	for (int i = 0; i < 3; i++) {
 		run->fds[i] = which[i] >= 0 ? fcntl(fds[which[i]], F_DUPFD_CLOEXEC, 3) : -1;
 	}
-	reply(id, json_pack("{s:s}", "sandbox", sb->name));
+	packlib_reply(id, json_pack("{s:s}", "sandbox", sb->name));
 	trace_mark(&sb->tr, "reply");
 	if (pthread_create(&t, NULL, run_thread, run) != 0) {
 		run_thread(run);
@@ -966,7 +951,7 @@ static void do_kill(json_t *id, json_t *params)
 	}
 	pthread_mutex_unlock(&table_lock);
 	if (!sb) {
-		send_msg(jsonrpc_error_new(id, -32003, "no such sandbox", NULL));
+		packlib_send(jsonrpc_error_new(id, -32003, "no such sandbox", NULL));
 		return;
 	}
 	if (*exec_id) {
@@ -974,18 +959,18 @@ static void do_kill(json_t *id, json_t *params)
 		if (r < 0)
 			reply_error(id, *err ? err : "kill failed", NULL);
 		else
-			reply(id, json_object());
+			packlib_reply(id, json_object());
 		return;
 	}
 	path = strdup_printf("/containers/%s/kill?signal=%d", container, sig ? sig : SIGKILL);
 	s = path ? engine("POST", path, NULL, 10000, NULL, err, sizeof(err)) : -ENOMEM;
 	if (s == 204 || s == 409) /* 409: not running any more */
-		reply(id, json_object());
+		packlib_reply(id, json_object());
 	else
 		reply_error(id, *err ? err : "kill failed", NULL);
 }
 
-static void do_acquire(json_t *id, json_t *params)
+static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 {
 	const char *lease = json_string_value(json_object_get(params, "lease"));
 	json_t *ws = json_object_get(params, "workspace");
@@ -1005,10 +990,10 @@ static void do_acquire(json_t *id, json_t *params)
 	*l = (struct lease){ .used = true };
 	(void)snprintf(l->id, sizeof(l->id), "%s", lease);
 	l->read_only = streq_ptr(json_string_value(json_object_get(ws, "access")), "read-only");
-	reply(id, json_object());
+	packlib_reply(id, json_object());
 }
 
-static void do_release(json_t *id, json_t *params)
+static void do_release(json_t *id, json_t *params, int *fds, size_t n_fds)
 {
 	struct lease *l = lease_find(json_string_value(json_object_get(params, "lease")) ?: "");
 
@@ -1017,7 +1002,7 @@ static void do_release(json_t *id, json_t *params)
 			remove_container(l->container);
 		l->used = false;
 	}
-	reply(id, json_object());
+	packlib_reply(id, json_object());
 }
 
 static bool token_ok(const char *t)
@@ -1168,7 +1153,8 @@ static void pull_line(struct pull *p)
 		char line[600];
 
 		(void)snprintf(line, sizeof(line), "pulling %s: %s", image, msg);
-		send_msg(jsonrpc_notification_new("progress", json_pack("{s:s}", "message", line)));
+		packlib_send(
+			jsonrpc_notification_new("progress", json_pack("{s:s}", "message", line)));
 	}
 }
 
@@ -1404,7 +1390,7 @@ static void do_configure(json_t *id, json_t *params)
 		"pids %lld, cpus %g%s)\n",
 		instance, image, sock_path, (long long)default_memory, (long long)default_pids,
 		default_cpus, trace ? "; tracing" : "");
-	reply(id, json_object());
+	packlib_reply(id, json_object());
 }
 
 /* Podman: the nofile and nproc its containers get by default (container_config's caps), read
@@ -1493,7 +1479,7 @@ static void do_prepare(json_t *id)
 	if (r < 0)
 		reply_error(id, err, NULL);
 	else
-		reply(id, json_object());
+		packlib_reply(id, json_object());
 }
 
 static void do_probe(json_t *id)
@@ -1501,9 +1487,9 @@ static void do_probe(json_t *id)
 	char err[1024] = "";
 
 	if (check_engine(err, sizeof(err)) < 0)
-		reply(id, json_pack("{s:b,s:s}", "available", false, "reason", err));
+		packlib_reply(id, json_pack("{s:b,s:s}", "available", false, "reason", err));
 	else
-		reply(id, json_pack("{s:b}", "available", true));
+		packlib_reply(id, json_pack("{s:b}", "available", true));
 }
 
 static void do_dispose(json_t *id)
@@ -1511,42 +1497,24 @@ static void do_dispose(json_t *id)
 	for (size_t i = 0; i < ELEMENTSOF(leases); i++)
 		if (leases[i].used && *leases[i].container)
 			remove_container(leases[i].container), leases[i].used = false;
-	reply(id, json_object());
-}
-
-static void handle(json_t *msg, int *fds, size_t n_fds)
-{
-	const char *method = json_string_value(json_object_get(msg, "method"));
-	json_t *id = json_object_get(msg, "id"), *params = json_object_get(msg, "params");
-
-	if (!method || !id)
-		return;
-	if (streq(method, "configure"))
-		do_configure(id, params);
-	else if (streq(method, "prepare"))
-		do_prepare(id);
-	else if (streq(method, "isAvailable"))
-		do_probe(id);
-	else if (streq(method, "spawn"))
-		do_spawn(id, params, fds, n_fds);
-	else if (streq(method, "acquire"))
-		do_acquire(id, params);
-	else if (streq(method, "release"))
-		do_release(id, params);
-	else if (streq(method, "kill"))
-		do_kill(id, params);
-	else if (streq(method, "dispose"))
-		do_dispose(id);
-	else
-		send_msg(jsonrpc_error_new(id, JSONRPC_METHOD_NOT_FOUND, "no such method", NULL));
+	packlib_reply(id, json_object());
 }
 
 int main(void)
 {
-	int r, null;
+	static const struct packlib_ops ops = {
+		.program = "cordon-docker-pack",
+		.configure = do_configure,
+		.prepare = do_prepare,
+		.probe = do_probe,
+		.spawn = do_spawn,
+		.acquire = do_acquire, /* a bind workspace: no archive fd */
+		.release = do_release,
+		.kill = do_kill,
+		.dispose = do_dispose,
+	};
+	int r = owner_init();
 
-	signal(SIGPIPE, SIG_IGN);
-	r = owner_init();
 	if (r < 0)
 		fprintf(stderr,
 			"cordon-docker-pack: no owner token in the state directory (%s): "
@@ -1554,28 +1522,5 @@ int main(void)
 			strerror(-r));
 	if (curl_global_init(CURL_GLOBAL_NOTHING) != 0)
 		return 1;
-	r = jsonrpc_conn_new(fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3), &conn);
-	if (r < 0) {
-		fprintf(stderr, "cordon-docker-pack: cannot set up\n");
-		return 1;
-	}
-	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (null < 0 || dup2(null, STDIN_FILENO) < 0)
-		return 1;
-	close(null);
-	(void)dup2(STDERR_FILENO, STDOUT_FILENO);
-	for (;;) {
-		_cleanup_json_ json_t *m = NULL;
-		int fds[IPC_MAX_FDS];
-		size_t n_fds = 0;
-		struct field_error fe = { 0 };
-
-		r = jsonrpc_conn_recv(conn, &m, fds, &n_fds, -1, &fe);
-		if (r <= 0) {
-			close_many(fds, n_fds);
-			return r < 0 ? 1 : 0;
-		}
-		handle(m, fds, n_fds);
-		close_many(fds, n_fds);
-	}
+	return packlib_main(&ops);
 }

@@ -5,7 +5,7 @@ dockerpack_PROGRAMS = backends/docker/cordon-docker-pack
 dist_dockerpack_DATA = backends/docker/pack.json
 backends_docker_cordon_docker_pack_SOURCES = backends/docker/cordon-docker-pack.c
 backends_docker_cordon_docker_pack_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS) -pthread
-backends_docker_cordon_docker_pack_LDADD = libipc.a libcommon.a $(JANSSON_LIBS) $(LIBCURL_LIBS)
+backends_docker_cordon_docker_pack_LDADD = libpacklib.a libipc.a libcommon.a $(JANSSON_LIBS) $(LIBCURL_LIBS)
 backends_docker_cordon_docker_pack_LDFLAGS = -pthread
 
 ## Its test, against an engine the test starts (skipped when none can be).

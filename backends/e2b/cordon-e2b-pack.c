@@ -35,6 +35,7 @@
 
 #include "backends/remote/remote-http.h"
 #include "backends/remote/remote-owner.h"
+#include "backends/packlib/packlib.h"
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
@@ -47,8 +48,6 @@
 #define ENVD_PORT "49983"
 #define STDIN_CHUNK (48 * 1024)
 
-static struct jsonrpc_conn *conn;
-static pthread_mutex_t send_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static char instance[256] = "unconfigured";
 static char *auth_header; /* "X-API-Key: …" */
@@ -56,7 +55,6 @@ static char base_url[1024], sandbox_url[1024], template_id[256] = "base";
 static long sandbox_ttl = 300;
 static char owner[33], host_id[33];
 static int owner_lock_fd = -1;
-static atomic_bool stopping;
 static unsigned next_proc;
 
 struct lease {
@@ -84,26 +82,6 @@ struct proc {
 };
 static struct proc *procs;
 
-static void send_msg(json_t *m)
-{
-	pthread_mutex_lock(&send_lock);
-	if (m && jsonrpc_conn_send_wait(conn, m, NULL, 0) < 0)
-		fprintf(stderr, "cordon-e2b-pack: cannot write to the controller\n");
-	pthread_mutex_unlock(&send_lock);
-	json_decref(m);
-}
-
-static void reply(json_t *id, json_t *result)
-{
-	send_msg(jsonrpc_result_new(id, result));
-}
-
-static void reply_error(json_t *id, const char *message, const char *step)
-{
-	send_msg(jsonrpc_error_new(id, -32007, message,
-				   step ? json_pack("{s:s}", "step", step) : NULL));
-}
-
 static int client_new(long total_ms, struct rhttp_client **ret)
 {
 	struct rhttp_opts o = { .auth_header = auth_header,
@@ -112,7 +90,7 @@ static int client_new(long total_ms, struct rhttp_client **ret)
 				.total_timeout_ms = total_ms,
 				.max_retries = 4,
 				.backoff_ms = 250,
-				.cancel = &stopping };
+				.cancel = &packlib_stopping };
 
 	return rhttp_client_new(&o, ret);
 }
@@ -410,7 +388,7 @@ static int run_stream(struct rhttp_client *c, struct proc *p, struct stream *s)
 				       "the process stream ended without its end");
 		if (!first_cut[0])
 			(void)snprintf(first_cut, sizeof(first_cut), "%s", s->error);
-		if (n >= RECONNECT_MAX || atomic_load(&stopping))
+		if (n >= RECONNECT_MAX || atomic_load(&packlib_stopping))
 			break;
 		fprintf(stderr,
 			"cordon-e2b-pack: %s in %s: the process stream was cut (%s): "
@@ -566,14 +544,6 @@ static void proc_free(struct proc *p)
 	free(p);
 }
 
-static long usec_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000000L + (t.tv_nsec - t0->tv_nsec) / 1000;
-}
-
 static void *proc_main(void *ud)
 {
 	struct proc *p = ud;
@@ -609,9 +579,10 @@ static void *proc_main(void *ud)
 	/* The output fds close before the exit is told: the controller has all the output. */
 	p->out_fd = safe_close(p->out_fd);
 	p->err_fd = safe_close(p->err_fd);
-	send_msg(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s,s:I}}", "jsonrpc", "2.0", "method",
-			   "exited", "params", "sandbox", p->name, "exitCode", code, "signal", sig,
-			   "reason", reason, "durationUsec", (json_int_t)usec_since(&p->t0)));
+	packlib_send(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s,s:I}}", "jsonrpc", "2.0", "method",
+			       "exited", "params", "sandbox", p->name, "exitCode", code, "signal",
+			       sig, "reason", reason, "durationUsec",
+			       (json_int_t)packlib_usec_since(&p->t0)));
 	proc_free(p);
 	return NULL;
 }
@@ -723,22 +694,6 @@ static int download_fd(struct rhttp_client *c, struct lease *l, int fd, char *ms
 
 /* ------------------------------------------------------------------ calls */
 
-static void copy_setting(json_t *settings, const char *key, char *buf, size_t size)
-{
-	const char *v = json_string_value(json_object_get(settings, key));
-
-	if (v)
-		(void)snprintf(buf, size, "%s", v);
-}
-
-static void strip_slash(char *s)
-{
-	size_t n = strlen(s);
-
-	while (n > 0 && s[n - 1] == '/')
-		s[--n] = '\0';
-}
-
 /* This host's id (kept in the state directory) and this instance's owner lock. */
 static int setup_identity(void)
 {
@@ -753,13 +708,13 @@ static void do_configure(json_t *id, json_t *params)
 	json_t *key = json_object_get(json_object_get(params, "secrets"), "apiKey");
 	json_t *ttl = json_object_get(settings, "sandboxTimeoutSeconds");
 
-	copy_setting(params, "instance", instance, sizeof(instance));
+	packlib_copy_setting(params, "instance", instance, sizeof(instance));
 	(void)snprintf(base_url, sizeof(base_url), "https://api.e2b.app");
-	copy_setting(settings, "baseUrl", base_url, sizeof(base_url));
-	copy_setting(settings, "sandboxUrl", sandbox_url, sizeof(sandbox_url));
-	copy_setting(settings, "template", template_id, sizeof(template_id));
-	strip_slash(base_url);
-	strip_slash(sandbox_url);
+	packlib_copy_setting(settings, "baseUrl", base_url, sizeof(base_url));
+	packlib_copy_setting(settings, "sandboxUrl", sandbox_url, sizeof(sandbox_url));
+	packlib_copy_setting(settings, "template", template_id, sizeof(template_id));
+	packlib_strip_slash(base_url);
+	packlib_strip_slash(sandbox_url);
 	/* The real service: the API at api.<domain>, envd through sandbox.<domain> with header
 	 * routing. Any other URL (a test's loopback fake) serves both. */
 	if (!sandbox_url[0] && startswith(base_url, "https://api."))
@@ -779,19 +734,19 @@ static void do_configure(json_t *id, json_t *params)
 	fprintf(stderr, "cordon-e2b-pack: configured %s (API %s, template %s, key %s)\n", instance,
 		base_url, template_id, auth_header ? "configured" : "absent");
 	if (!auth_header) {
-		reply_error(id, "no API key: set the apiKey secret (cordon secret set)",
-			    "configure");
+		packlib_reply_error(id, "no API key: set the apiKey secret (cordon secret set)",
+				    "configure");
 		return;
 	}
 	if (!startswith(base_url, "https://") && !startswith(base_url, "http://")) {
-		reply_error(id, "baseUrl must be an http or https URL", "configure");
+		packlib_reply_error(id, "baseUrl must be an http or https URL", "configure");
 		return;
 	}
 	if (setup_identity() < 0) {
-		reply_error(id, "cannot set up the pack's state", "configure");
+		packlib_reply_error(id, "cannot set up the pack's state", "configure");
 		return;
 	}
-	reply(id, json_object());
+	packlib_reply(id, json_object());
 }
 
 #define LIST_PAGES_MAX 100
@@ -854,7 +809,7 @@ static void do_prepare(json_t *id)
 	int r = 0;
 
 	if (!orphans || client_new(60000, &c) < 0) {
-		reply_error(id, "out of memory", "prepare");
+		packlib_reply_error(id, "out of memory", "prepare");
 		return;
 	}
 	do {
@@ -897,7 +852,7 @@ static void do_prepare(json_t *id)
 		remote_owners_prune(owner);
 	rhttp_client_free(c);
 	fprintf(stderr, "cordon-e2b-pack: prepared (%zu orphans removed)\n", killed);
-	reply(id, json_object());
+	packlib_reply(id, json_object());
 }
 
 static void do_probe(json_t *id)
@@ -908,31 +863,19 @@ static void do_probe(json_t *id)
 	int r;
 
 	if (client_new(20000, &c) < 0) {
-		reply_error(id, "out of memory", NULL);
+		packlib_reply_error(id, "out of memory", NULL);
 		return;
 	}
 	r = api(c, "GET", "/v2/sandboxes?limit=1", NULL, true, &resp, msg, sizeof(msg));
 	if (r == 0 && resp.status != 200)
 		rhttp_error_message(&resp, msg, sizeof(msg));
 	if (r == 0 && resp.status == 200)
-		reply(id, json_pack("{s:b}", "available", true));
+		packlib_reply(id, json_pack("{s:b}", "available", true));
 	else
-		reply(id, json_pack("{s:b,s:s+}", "available", false, "reason", "E2B: ", msg));
+		packlib_reply(id,
+			      json_pack("{s:b,s:s+}", "available", false, "reason", "E2B: ", msg));
 	rhttp_response_done(&resp);
 	rhttp_client_free(c);
-}
-
-static bool lease_ok(const char *lease)
-{
-	size_t n = lease ? strlen(lease) : 0;
-
-	if (n == 0 || n > 64)
-		return false;
-	for (const char *p = lease; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
-			return false;
-	return true;
 }
 
 static struct lease *lease_find(const char *id)
@@ -965,18 +908,19 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 	_cleanup_json_ json_t *untar = NULL;
 	int r;
 
-	if (!lease_ok(lease) || n_fds != 1) {
-		reply_error(id, "acquire needs a lease id and the workspace archive", "acquire");
+	if (!packlib_lease_ok(lease) || n_fds != 1) {
+		packlib_reply_error(id, "acquire needs a lease id and the workspace archive",
+				    "acquire");
 		return;
 	}
 	if (lease_find(lease)) {
-		reply_error(id, "the lease exists already", "acquire");
+		packlib_reply_error(id, "the lease exists already", "acquire");
 		return;
 	}
 	l = calloc(1, sizeof(*l));
 	if (!l || client_new(120000, &c) < 0) {
 		free(l);
-		reply_error(id, "out of memory", "acquire");
+		packlib_reply_error(id, "out of memory", "acquire");
 		return;
 	}
 	(void)snprintf(l->id, sizeof(l->id), "%s", lease);
@@ -986,7 +930,7 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 			msg);
 		free(l);
 		rhttp_client_free(c);
-		reply_error(id, msg, "acquire");
+		packlib_reply_error(id, msg, "acquire");
 		return;
 	}
 	r = upload_fd(c, l, fds[0], msg, sizeof(msg));
@@ -1004,7 +948,7 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 		(void)kill_sandbox(c, l->sandbox, m2, sizeof(m2));
 		free(l);
 		rhttp_client_free(c);
-		reply_error(id, msg[0] ? msg : "cannot upload the workspace", "acquire");
+		packlib_reply_error(id, msg[0] ? msg : "cannot upload the workspace", "acquire");
 		return;
 	}
 	rhttp_client_free(c);
@@ -1013,7 +957,7 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 	leases = l;
 	pthread_mutex_unlock(&table_lock);
 	fprintf(stderr, "cordon-e2b-pack: lease %s: sandbox %s ready\n", lease, l->sandbox);
-	reply(id, json_pack("{s:s}", "mountPoint", WS_DIR));
+	packlib_reply(id, json_pack("{s:s}", "mountPoint", WS_DIR));
 }
 
 static void do_release(json_t *id, json_t *params, int *fds, size_t n_fds)
@@ -1026,11 +970,12 @@ static void do_release(json_t *id, json_t *params, int *fds, size_t n_fds)
 	int r;
 
 	if (!l || n_fds != 1) {
-		reply_error(id, "release needs a known lease and the archive's pipe", "release");
+		packlib_reply_error(id, "release needs a known lease and the archive's pipe",
+				    "release");
 		return;
 	}
 	if (client_new(0, &c) < 0) {
-		reply_error(id, "out of memory", "release");
+		packlib_reply_error(id, "out of memory", "release");
 		return;
 	}
 	mk = json_pack("[s,s,s,s,s,s]", "/bin/sh", "-c", "tar --format=pax -cf \"$2\" -C \"$1\" .",
@@ -1047,21 +992,9 @@ static void do_release(json_t *id, json_t *params, int *fds, size_t n_fds)
 	lease_drop(l);
 	rhttp_client_free(c);
 	if (r < 0)
-		reply_error(id, msg, "release");
+		packlib_reply_error(id, msg, "release");
 	else
-		reply(id, json_object());
-}
-
-static int fd_at(json_t *stdio, const char *name, int *fds, size_t n_fds)
-{
-	json_t *v = json_object_get(stdio, name);
-	json_int_t i = json_integer_value(v);
-	int fd;
-
-	if (!json_is_integer(v) || i < 0 || (size_t)i >= n_fds || fds[i] < 0)
-		return -1;
-	fd = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
-	return fd;
+		packlib_reply(id, json_object());
 }
 
 static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
@@ -1078,7 +1011,7 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 	size_t i;
 
 	if (!l) {
-		send_msg(jsonrpc_error_new(
+		packlib_send(jsonrpc_error_new(
 			id, -32007,
 			lease ? "no such lease"
 			      : "E2B runs commands in leases: acquire a sandbox first",
@@ -1087,17 +1020,17 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 	}
 	if (!json_is_array(argv) || json_array_size(argv) == 0 ||
 	    !json_is_string(json_array_get(argv, 0))) {
-		reply_error(id, "the plan has no argv", "spawn");
+		packlib_reply_error(id, "the plan has no argv", "spawn");
 		return;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		reply_error(id, "out of memory", "spawn");
+		packlib_reply_error(id, "out of memory", "spawn");
 		return;
 	}
-	p->in_fd = fd_at(stdio, "stdin", fds, n_fds);
-	p->out_fd = fd_at(stdio, "stdout", fds, n_fds);
-	p->err_fd = fd_at(stdio, "stderr", fds, n_fds);
+	p->in_fd = packlib_fd_at(stdio, "stdin", fds, n_fds);
+	p->out_fd = packlib_fd_at(stdio, "stdout", fds, n_fds);
+	p->err_fd = packlib_fd_at(stdio, "stderr", fds, n_fds);
 	p->argv = json_incref(argv);
 	p->envs = json_object();
 	json_array_foreach(envp, i, e) {
@@ -1129,12 +1062,12 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 	procs = p;
 	pthread_mutex_unlock(&table_lock);
 	/* The answer goes first: the thread's exited notification must follow it. */
-	reply(id, json_pack("{s:s}", "sandbox", p->name));
+	packlib_reply(id, json_pack("{s:s}", "sandbox", p->name));
 	if (pthread_create(&t, NULL, proc_main, p) != 0) {
 		proc_unlink(p);
-		send_msg(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s}}", "jsonrpc", "2.0", "method",
-				   "exited", "params", "sandbox", p->name, "exitCode", 127,
-				   "signal", 0, "reason", "exited"));
+		packlib_send(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s}}", "jsonrpc", "2.0", "method",
+				       "exited", "params", "sandbox", p->name, "exitCode", 127,
+				       "signal", 0, "reason", "exited"));
 		proc_free(p);
 		return;
 	}
@@ -1161,11 +1094,11 @@ static void do_kill(json_t *id, json_t *params)
 		}
 	pthread_mutex_unlock(&table_lock);
 	if (!sandbox[0]) {
-		send_msg(jsonrpc_error_new(id, -32003, "no such sandbox", NULL));
+		packlib_send(jsonrpc_error_new(id, -32003, "no such sandbox", NULL));
 		return;
 	}
 	if (pid == 0) { /* not started yet: nothing to signal; its stream ends it */
-		reply(id, json_object());
+		packlib_reply(id, json_object());
 		return;
 	}
 	body = json_pack("{s:{s:I},s:s}", "process", "pid", (json_int_t)pid, "signal",
@@ -1177,9 +1110,9 @@ static void do_kill(json_t *id, json_t *params)
 	explicit_bzero(token, sizeof(token));
 	/* not_found: it is gone already. */
 	if (r < 0 && r != -ESRCH)
-		reply_error(id, msg, "kill");
+		packlib_reply_error(id, msg, "kill");
 	else
-		reply(id, json_object());
+		packlib_reply(id, json_object());
 }
 
 static void do_dispose(json_t *id)
@@ -1197,9 +1130,9 @@ static void do_dispose(json_t *id)
 		rhttp_client_free(c);
 	}
 	if (failed)
-		reply_error(id, "cannot kill every sandbox", "dispose");
+		packlib_reply_error(id, "cannot kill every sandbox", "dispose");
 	else
-		reply(id, json_object());
+		packlib_reply(id, json_object());
 }
 
 /* Kills (SIGKILL) the processes whose plan's timeout passed. */
@@ -1247,7 +1180,7 @@ static void *keepalive_main(void *ud)
 	(void)ud;
 	if (client_new(20000, &c) < 0)
 		return NULL;
-	while (!atomic_load(&stopping)) {
+	while (!atomic_load(&packlib_stopping)) {
 		char ids[64][64];
 		size_t n = 0;
 		struct timespec tick = { 0, 100 * 1000000L };
@@ -1283,67 +1216,20 @@ static void *keepalive_main(void *ud)
 	return NULL;
 }
 
-static void handle(json_t *msg, int *fds, size_t n_fds)
-{
-	const char *method = json_string_value(json_object_get(msg, "method"));
-	json_t *id = json_object_get(msg, "id"), *params = json_object_get(msg, "params");
-
-	if (!method || !id)
-		return;
-	if (streq(method, "configure"))
-		do_configure(id, params);
-	else if (streq(method, "prepare"))
-		do_prepare(id);
-	else if (streq(method, "isAvailable"))
-		do_probe(id);
-	else if (streq(method, "spawn"))
-		do_spawn(id, params, fds, n_fds);
-	else if (streq(method, "acquire"))
-		do_acquire(id, params, fds, n_fds);
-	else if (streq(method, "release"))
-		do_release(id, params, fds, n_fds);
-	else if (streq(method, "kill"))
-		do_kill(id, params);
-	else if (streq(method, "dispose"))
-		do_dispose(id);
-	else
-		send_msg(jsonrpc_error_new(id, JSONRPC_METHOD_NOT_FOUND, "no such method", NULL));
-}
-
 int main(void)
 {
-	pthread_t ka;
-	int r;
+	static const struct packlib_ops ops = {
+		.program = "cordon-e2b-pack",
+		.configure = do_configure,
+		.prepare = do_prepare,
+		.probe = do_probe,
+		.spawn = do_spawn,
+		.acquire = do_acquire,
+		.release = do_release,
+		.kill = do_kill,
+		.dispose = do_dispose,
+		.background = keepalive_main,
+	};
 
-	signal(SIGPIPE, SIG_IGN);
-	r = jsonrpc_conn_new(fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3), &conn);
-	if (r < 0) {
-		fprintf(stderr, "cordon-e2b-pack: cannot set up\n");
-		return 1;
-	}
-	{
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-		if (null < 0 || dup2(null, STDIN_FILENO) < 0)
-			return 1;
-		close(null);
-	}
-	(void)dup2(STDERR_FILENO, STDOUT_FILENO);
-	if (pthread_create(&ka, NULL, keepalive_main, NULL) == 0)
-		pthread_detach(ka);
-	for (;;) {
-		_cleanup_json_ json_t *m = NULL;
-		int fds[IPC_MAX_FDS];
-		size_t n_fds = 0;
-		struct field_error fe = { 0 };
-
-		r = jsonrpc_conn_recv(conn, &m, fds, &n_fds, -1, &fe);
-		if (r <= 0) {
-			close_many(fds, n_fds);
-			atomic_store(&stopping, true);
-			return r < 0 ? 1 : 0;
-		}
-		handle(m, fds, n_fds);
-		close_many(fds, n_fds);
-	}
+	return packlib_main(&ops);
 }

@@ -43,6 +43,7 @@
 
 #include "backends/modal/modal-api.h"
 #include "backends/remote/remote-owner.h"
+#include "backends/packlib/packlib.h"
 #include "common/json-cleanup.h"
 #include "common/system.h"
 #include "common/util.h"
@@ -59,8 +60,6 @@
 	"mkdir -p \"$HOME/.cordon\" && echo $$ >\"$HOME/.cordon/$1\" && cd \"$2\" && shift 2 " \
 	"&& exec \"$@\""
 
-static struct jsonrpc_conn *conn;
-static pthread_mutex_t send_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static char instance[256] = "unconfigured";
 static char server_url[1024] = "https://api.modal.com", image[256], app_name[128] = "cordon",
@@ -95,26 +94,6 @@ struct proc {
 	struct proc *next;
 };
 static struct proc *procs;
-
-static void send_msg(json_t *m)
-{
-	pthread_mutex_lock(&send_lock);
-	if (m && jsonrpc_conn_send_wait(conn, m, NULL, 0) < 0)
-		fprintf(stderr, "cordon-modal-pack: cannot write to the controller\n");
-	pthread_mutex_unlock(&send_lock);
-	json_decref(m);
-}
-
-static void reply(json_t *id, json_t *result)
-{
-	send_msg(jsonrpc_result_new(id, result));
-}
-
-static void reply_error(json_t *id, const char *message, const char *step)
-{
-	send_msg(jsonrpc_error_new(id, -32007, message,
-				   step ? json_pack("{s:s}", "step", step) : NULL));
-}
 
 static bool to_fd(const void *d, size_t n, void *ud)
 {
@@ -259,14 +238,6 @@ static void proc_free(struct proc *p)
 	free(p);
 }
 
-static long usec_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000000L + (t.tv_nsec - t0->tv_nsec) / 1000;
-}
-
 struct feeder_arg {
 	struct proc *p;
 	struct modal_router *rt;
@@ -365,23 +336,15 @@ static void *proc_main(void *ud)
 	/* The output fds close before the exit is told: the controller has all the output. */
 	p->out_fd = safe_close(p->out_fd);
 	p->err_fd = safe_close(p->err_fd);
-	send_msg(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s,s:I}}", "jsonrpc", "2.0", "method",
-			   "exited", "params", "sandbox", p->name, "exitCode", ec, "signal",
-			   r >= 0 && code < 0 ? sig : 0, "reason", reason, "durationUsec",
-			   (json_int_t)usec_since(&p->t0)));
+	packlib_send(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s,s:I}}", "jsonrpc", "2.0", "method",
+			       "exited", "params", "sandbox", p->name, "exitCode", ec, "signal",
+			       r >= 0 && code < 0 ? sig : 0, "reason", reason, "durationUsec",
+			       (json_int_t)packlib_usec_since(&p->t0)));
 	proc_free(p);
 	return NULL;
 }
 
 /* ------------------------------------------------------------------ calls */
-
-static void copy_setting(json_t *settings, const char *key, char *buf, size_t size)
-{
-	const char *v = json_string_value(json_object_get(settings, key));
-
-	if (v)
-		(void)snprintf(buf, size, "%s", v);
-}
 
 static unsigned num_setting(json_t *settings, const char *key, unsigned dflt, unsigned max)
 {
@@ -406,13 +369,13 @@ static void do_configure(json_t *id, json_t *params)
 	       *tsec = json_object_get(secrets, "tokenSecret");
 	int r;
 
-	copy_setting(params, "instance", instance, sizeof(instance));
-	copy_setting(settings, "serverUrl", server_url, sizeof(server_url));
-	copy_setting(settings, "image", image, sizeof(image));
-	copy_setting(settings, "imageCommands", image_commands, sizeof(image_commands));
-	copy_setting(settings, "caFile", ca_file, sizeof(ca_file));
-	copy_setting(settings, "app", app_name, sizeof(app_name));
-	copy_setting(settings, "environment", environment, sizeof(environment));
+	packlib_copy_setting(params, "instance", instance, sizeof(instance));
+	packlib_copy_setting(settings, "serverUrl", server_url, sizeof(server_url));
+	packlib_copy_setting(settings, "image", image, sizeof(image));
+	packlib_copy_setting(settings, "imageCommands", image_commands, sizeof(image_commands));
+	packlib_copy_setting(settings, "caFile", ca_file, sizeof(ca_file));
+	packlib_copy_setting(settings, "app", app_name, sizeof(app_name));
+	packlib_copy_setting(settings, "environment", environment, sizeof(environment));
 	milli_cpu = num_setting(settings, "milliCpu", 0, 64000);
 	memory_mb = num_setting(settings, "memoryMb", 0, 1024 * 1024);
 	sandbox_ttl = num_setting(settings, "sandboxTimeoutSeconds", 3600, 86400);
@@ -427,38 +390,40 @@ static void do_configure(json_t *id, json_t *params)
 		image[0] ? image : "unset", json_string_length(tsec) > 0 ? "configured" : "absent");
 	if (!json_is_string(tid) || !json_is_string(tsec) || json_string_length(tid) == 0 ||
 	    json_string_length(tsec) == 0) {
-		reply_error(id,
-			    "no token: set the tokenId and tokenSecret secrets (cordon secret set)",
-			    "configure");
+		packlib_reply_error(
+			id, "no token: set the tokenId and tokenSecret secrets (cordon secret set)",
+			"configure");
 		return;
 	}
 	r = modal_client_new(server_url, ca_file[0] ? ca_file : NULL, json_string_value(tid),
 			     json_string_value(tsec), &mc);
 	wipe_json_string(tsec);
 	if (r < 0) {
-		reply_error(id, "serverUrl must be an http or https URL", "configure");
+		packlib_reply_error(id, "serverUrl must be an http or https URL", "configure");
 		return;
 	}
 	if (!image[0]) {
-		reply_error(id,
-			    "no image: set the image setting to an image id (im-…) or a registry "
-			    "image (python:3.12-slim)",
-			    "configure");
+		packlib_reply_error(
+			id,
+			"no image: set the image setting to an image id (im-…) or a registry "
+			"image (python:3.12-slim)",
+			"configure");
 		return;
 	}
 	for (const char *p = image; *p; p++)
 		if (*p <= ' ' || *p == 0x7f || *p == '"' || *p == '\\' || *p == '<' || *p == '>') {
-			reply_error(id, "the image setting holds a space or a control character",
-				    "configure");
+			packlib_reply_error(
+				id, "the image setting holds a space or a control character",
+				"configure");
 			return;
 		}
 	if (startswith(image, "im-"))
 		(void)snprintf(image_id, sizeof(image_id), "%s", image);
 	if (remote_owner_take(owner, &owner_lock_fd) < 0) {
-		reply_error(id, "cannot set up the pack's state", "configure");
+		packlib_reply_error(id, "cannot set up the pack's state", "configure");
 		return;
 	}
-	reply(id, json_object());
+	packlib_reply(id, json_object());
 }
 
 static int ensure_app(char *msg, size_t msg_size)
@@ -483,7 +448,7 @@ static void progress(const char *fmt, ...)
 		else if (*p == '<' || *p == '>')
 			*p = '\'';
 	fprintf(stderr, "cordon-modal-pack: %s\n", line);
-	send_msg(jsonrpc_notification_new("progress", json_pack("{s:s}", "message", line)));
+	packlib_send(jsonrpc_notification_new("progress", json_pack("{s:s}", "message", line)));
 }
 
 static void on_build_log(const char *line, void *ud)
@@ -538,12 +503,12 @@ static void do_prepare(json_t *id)
 	if (!mc || ensure_app(msg, sizeof(msg)) < 0) {
 		/* Not fatal: isAvailable tells what is wrong. */
 		fprintf(stderr, "cordon-modal-pack: cannot look for orphans: %s\n", msg);
-		reply(id, json_object());
+		packlib_reply(id, json_object());
 		return;
 	}
 	if (!image_id[0] && build_image(msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "cordon-modal-pack: image %s: %s\n", image, msg);
-		reply_error(id, msg, "prepare");
+		packlib_reply_error(id, msg, "prepare");
 		return;
 	}
 	d = opendir("owners");
@@ -583,7 +548,7 @@ static void do_prepare(json_t *id)
 	if (d)
 		closedir(d);
 	fprintf(stderr, "cordon-modal-pack: prepared (%zu orphans removed)\n", killed);
-	reply(id, json_object());
+	packlib_reply(id, json_object());
 }
 
 static void do_probe(json_t *id)
@@ -591,29 +556,18 @@ static void do_probe(json_t *id)
 	char msg[512] = "";
 
 	if (!mc) {
-		reply(id, json_pack("{s:b,s:s}", "available", false, "reason", "not configured"));
+		packlib_reply(id, json_pack("{s:b,s:s}", "available", false, "reason",
+					    "not configured"));
 		return;
 	}
 	if (modal_auth(mc, msg, sizeof(msg)) < 0 || ensure_app(msg, sizeof(msg)) < 0)
-		reply(id, json_pack("{s:b,s:s+}", "available", false, "reason", "Modal: ", msg));
+		packlib_reply(id, json_pack("{s:b,s:s+}", "available", false, "reason",
+					    "Modal: ", msg));
 	else if (!image_id[0]) /* prepare could not reach the service to build it */
-		reply(id, json_pack("{s:b,s:s+}", "available", false, "reason",
-				    "Modal: the image was not built: ", image));
+		packlib_reply(id, json_pack("{s:b,s:s+}", "available", false, "reason",
+					    "Modal: the image was not built: ", image));
 	else
-		reply(id, json_pack("{s:b}", "available", true));
-}
-
-static bool lease_ok(const char *lease)
-{
-	size_t n = lease ? strlen(lease) : 0;
-
-	if (n == 0 || n > 64)
-		return false;
-	for (const char *p = lease; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
-			return false;
-	return true;
+		packlib_reply(id, json_pack("{s:b}", "available", true));
 }
 
 static struct lease *lease_find(const char *id)
@@ -660,25 +614,27 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 	char msg[512] = "", m2[256];
 	int r;
 
-	if (!lease_ok(lease) || n_fds != 1) {
-		reply_error(id, "acquire needs a lease id and the workspace archive", "acquire");
+	if (!packlib_lease_ok(lease) || n_fds != 1) {
+		packlib_reply_error(id, "acquire needs a lease id and the workspace archive",
+				    "acquire");
 		return;
 	}
 	if (!mc) {
-		reply_error(id, "not configured", "acquire");
+		packlib_reply_error(id, "not configured", "acquire");
 		return;
 	}
 	if (!image_id[0]) {
-		reply_error(id, "the image is not built: activate the backend again", "acquire");
+		packlib_reply_error(id, "the image is not built: activate the backend again",
+				    "acquire");
 		return;
 	}
 	if (lease_find(lease)) {
-		reply_error(id, "the lease exists already", "acquire");
+		packlib_reply_error(id, "the lease exists already", "acquire");
 		return;
 	}
 	l = calloc(1, sizeof(*l));
 	if (!l) {
-		reply_error(id, "out of memory", "acquire");
+		packlib_reply_error(id, "out of memory", "acquire");
 		return;
 	}
 	(void)snprintf(l->id, sizeof(l->id), "%s", lease);
@@ -699,7 +655,7 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 		if (l->sandbox)
 			(void)modal_sandbox_terminate(mc, l->sandbox, m2, sizeof(m2));
 		lease_free(l);
-		reply_error(id, msg[0] ? msg : "cannot set up the sandbox", "acquire");
+		packlib_reply_error(id, msg[0] ? msg : "cannot set up the sandbox", "acquire");
 		return;
 	}
 	pthread_mutex_lock(&table_lock);
@@ -707,7 +663,7 @@ static void do_acquire(json_t *id, json_t *params, int *fds, size_t n_fds)
 	leases = l;
 	pthread_mutex_unlock(&table_lock);
 	fprintf(stderr, "cordon-modal-pack: lease %s: sandbox %s ready\n", lease, l->sandbox);
-	reply(id, json_pack("{s:s}", "mountPoint", WS_DIR));
+	packlib_reply(id, json_pack("{s:s}", "mountPoint", WS_DIR));
 }
 
 static void do_release(json_t *id, json_t *params, int *fds, size_t n_fds)
@@ -719,7 +675,8 @@ static void do_release(json_t *id, json_t *params, int *fds, size_t n_fds)
 	int r;
 
 	if (!l || n_fds != 1) {
-		reply_error(id, "release needs a known lease and the archive's pipe", "release");
+		packlib_reply_error(id, "release needs a known lease and the archive's pipe",
+				    "release");
 		return;
 	}
 	r = run_internal(l, mktar, -1, fds[0], msg, sizeof(msg));
@@ -738,19 +695,9 @@ static void do_release(json_t *id, json_t *params, int *fds, size_t n_fds)
 		l->sandbox, r < 0 ? msg : "ok");
 	lease_drop(l);
 	if (r < 0)
-		reply_error(id, msg, "release");
+		packlib_reply_error(id, msg, "release");
 	else
-		reply(id, json_object());
-}
-
-static int fd_at(json_t *stdio, const char *name, int *fds, size_t n_fds)
-{
-	json_t *v = json_object_get(stdio, name);
-	json_int_t i = json_integer_value(v);
-
-	if (!json_is_integer(v) || i < 0 || (size_t)i >= n_fds || fds[i] < 0)
-		return -1;
-	return fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+		packlib_reply(id, json_object());
 }
 
 static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
@@ -767,7 +714,7 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 	size_t i;
 
 	if (!l) {
-		send_msg(jsonrpc_error_new(
+		packlib_send(jsonrpc_error_new(
 			id, -32007,
 			lease ? "no such lease"
 			      : "Modal runs commands in leases: acquire a sandbox first",
@@ -775,23 +722,23 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 		return;
 	}
 	if (!json_is_array(argv) || json_array_size(argv) == 0) {
-		reply_error(id, "the plan has no argv", "spawn");
+		packlib_reply_error(id, "the plan has no argv", "spawn");
 		return;
 	}
 	json_array_foreach(argv, i, e)
 		if (!json_is_string(e)) {
-			reply_error(id, "the plan's argv holds a non-string", "spawn");
+			packlib_reply_error(id, "the plan's argv holds a non-string", "spawn");
 			return;
 		}
 	p = calloc(1, sizeof(*p));
 	if (!p || modal_router_dup(l->router, &p->router) < 0) {
 		free(p);
-		reply_error(id, "out of memory", "spawn");
+		packlib_reply_error(id, "out of memory", "spawn");
 		return;
 	}
-	p->in_fd = fd_at(stdio, "stdin", fds, n_fds);
-	p->out_fd = fd_at(stdio, "stdout", fds, n_fds);
-	p->err_fd = fd_at(stdio, "stderr", fds, n_fds);
+	p->in_fd = packlib_fd_at(stdio, "stdin", fds, n_fds);
+	p->out_fd = packlib_fd_at(stdio, "stdout", fds, n_fds);
+	p->err_fd = packlib_fd_at(stdio, "stderr", fds, n_fds);
 	p->lease = l;
 	p->argv = json_incref(argv);
 	p->env = json_array();
@@ -820,12 +767,12 @@ static void do_spawn(json_t *id, json_t *params, int *fds, size_t n_fds)
 	procs = p;
 	pthread_mutex_unlock(&table_lock);
 	/* The answer goes first: the thread's exited notification must follow it. */
-	reply(id, json_pack("{s:s}", "sandbox", p->name));
+	packlib_reply(id, json_pack("{s:s}", "sandbox", p->name));
 	if (pthread_create(&t, NULL, proc_main, p) != 0) {
 		proc_unlink(p);
-		send_msg(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s}}", "jsonrpc", "2.0", "method",
-				   "exited", "params", "sandbox", p->name, "exitCode", 127,
-				   "signal", 0, "reason", "exited"));
+		packlib_send(json_pack("{s:s,s:s,s:{s:s,s:i,s:i,s:s}}", "jsonrpc", "2.0", "method",
+				       "exited", "params", "sandbox", p->name, "exitCode", 127,
+				       "signal", 0, "reason", "exited"));
 		proc_free(p);
 		return;
 	}
@@ -877,20 +824,20 @@ static void do_kill(json_t *id, json_t *params)
 		}
 	pthread_mutex_unlock(&table_lock);
 	if (!found) {
-		send_msg(jsonrpc_error_new(id, -32003, "no such sandbox", NULL));
+		packlib_send(jsonrpc_error_new(id, -32003, "no such sandbox", NULL));
 		return;
 	}
 	if (!started || r < 0) { /* not started yet: its start fails or it runs to its end */
-		reply(id, json_object());
+		packlib_reply(id, json_object());
 		return;
 	}
 	r = remote_kill(rt, name, sig, msg, sizeof(msg));
 	modal_router_free(rt);
 	/* a failed kill(1): the command is gone already */
 	if (r < 0)
-		reply_error(id, msg, "kill");
+		packlib_reply_error(id, msg, "kill");
 	else
-		reply(id, json_object());
+		packlib_reply(id, json_object());
 }
 
 /* Kills (SIGKILL) the commands whose plan's timeout passed. */
@@ -940,74 +887,25 @@ static void do_dispose(json_t *id)
 			failed++;
 	pthread_mutex_unlock(&table_lock);
 	if (failed)
-		reply_error(id, "cannot terminate every sandbox", "dispose");
+		packlib_reply_error(id, "cannot terminate every sandbox", "dispose");
 	else
-		reply(id, json_object());
-}
-
-static void handle(json_t *msg, int *fds, size_t n_fds)
-{
-	const char *method = json_string_value(json_object_get(msg, "method"));
-	json_t *id = json_object_get(msg, "id"), *params = json_object_get(msg, "params");
-
-	if (!method || !id)
-		return;
-	if (streq(method, "configure"))
-		do_configure(id, params);
-	else if (streq(method, "prepare"))
-		do_prepare(id);
-	else if (streq(method, "isAvailable"))
-		do_probe(id);
-	else if (streq(method, "spawn"))
-		do_spawn(id, params, fds, n_fds);
-	else if (streq(method, "acquire"))
-		do_acquire(id, params, fds, n_fds);
-	else if (streq(method, "release"))
-		do_release(id, params, fds, n_fds);
-	else if (streq(method, "kill"))
-		do_kill(id, params);
-	else if (streq(method, "dispose"))
-		do_dispose(id);
-	else
-		send_msg(jsonrpc_error_new(id, JSONRPC_METHOD_NOT_FOUND, "no such method", NULL));
+		packlib_reply(id, json_object());
 }
 
 int main(void)
 {
-	int r;
+	static const struct packlib_ops ops = {
+		.program = "cordon-modal-pack",
+		.configure = do_configure,
+		.prepare = do_prepare,
+		.probe = do_probe,
+		.spawn = do_spawn,
+		.acquire = do_acquire,
+		.release = do_release,
+		.kill = do_kill,
+		.dispose = do_dispose,
+		.background = watchdog_main,
+	};
 
-	signal(SIGPIPE, SIG_IGN);
-	r = jsonrpc_conn_new(fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3), &conn);
-	if (r < 0) {
-		fprintf(stderr, "cordon-modal-pack: cannot set up\n");
-		return 1;
-	}
-	{
-		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-		if (null < 0 || dup2(null, STDIN_FILENO) < 0)
-			return 1;
-		close(null);
-	}
-	(void)dup2(STDERR_FILENO, STDOUT_FILENO);
-	{
-		pthread_t w;
-
-		if (pthread_create(&w, NULL, watchdog_main, NULL) == 0)
-			pthread_detach(w);
-	}
-	for (;;) {
-		_cleanup_json_ json_t *m = NULL;
-		int fds[IPC_MAX_FDS];
-		size_t n_fds = 0;
-		struct field_error fe = { 0 };
-
-		r = jsonrpc_conn_recv(conn, &m, fds, &n_fds, -1, &fe);
-		if (r <= 0) {
-			close_many(fds, n_fds);
-			return r < 0 ? 1 : 0;
-		}
-		handle(m, fds, n_fds);
-		close_many(fds, n_fds);
-	}
+	return packlib_main(&ops);
 }

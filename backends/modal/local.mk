@@ -46,5 +46,5 @@ dist_modalpack_DATA = backends/modal/pack.json
 backends_modal_cordon_modal_pack_SOURCES = backends/modal/cordon-modal-pack.c
 backends_modal_cordon_modal_pack_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(PROTOBUFC_CFLAGS) \
 	-pthread
-backends_modal_cordon_modal_pack_LDADD = $(MODAL_LIBS) libremote.a libipc.a libcommon.a
+backends_modal_cordon_modal_pack_LDADD = $(MODAL_LIBS) libpacklib.a libremote.a libipc.a libcommon.a
 backends_modal_cordon_modal_pack_LDFLAGS = -pthread

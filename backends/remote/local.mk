@@ -13,7 +13,7 @@ e2bpack_PROGRAMS = backends/e2b/cordon-e2b-pack
 dist_e2bpack_DATA = backends/e2b/pack.json
 backends_e2b_cordon_e2b_pack_SOURCES = backends/e2b/cordon-e2b-pack.c
 backends_e2b_cordon_e2b_pack_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS) -pthread
-backends_e2b_cordon_e2b_pack_LDADD = libremote.a libipc.a libcommon.a $(JANSSON_LIBS) \
+backends_e2b_cordon_e2b_pack_LDADD = libpacklib.a libremote.a libipc.a libcommon.a $(JANSSON_LIBS) \
 	$(LIBCURL_LIBS)
 backends_e2b_cordon_e2b_pack_LDFLAGS = -pthread
 
