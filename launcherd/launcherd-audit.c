@@ -61,6 +61,10 @@ struct audit_sb {
 	uint64_t window_usec;
 	unsigned in_window;
 	unsigned long suppressed;
+	/* For the admin's trail: every record attributed to it, and those the rate limit held
+	 * back; its end record, written with them when its identity goes (audit_sandbox_trail()). */
+	unsigned long long denials, denials_suppressed;
+	char *trail;
 };
 
 struct pending {
@@ -196,12 +200,35 @@ void audit_child_session(uid_t uid)
 		(void)!write(fd, buf, (size_t)n);
 }
 
+static void send_suppressed(struct audit_sb *s);
+
 static struct audit_sb *find_id(const char *id)
 {
 	for (struct audit_sb *s = A.sbs; s; s = s->next)
 		if (streq(s->id, id))
 			return s;
 	return NULL;
+}
+
+/* Its end record, with the denial counts, to the admin's trail. */
+static void trail_flush(struct audit_sb *s)
+{
+	char msg[TRAIL_MSG_MAX];
+
+	if (!s->trail)
+		return;
+	(void)snprintf(msg, sizeof(msg), "%s denials=%llu denialsSuppressed=%llu", s->trail,
+		       s->denials, s->denials_suppressed);
+	launcherd_trail(s->uid, msg);
+	free(s->trail);
+	s->trail = NULL;
+}
+
+static void sb_free(struct audit_sb *s)
+{
+	send_suppressed(s);
+	trail_flush(s);
+	free(s);
 }
 
 static void arm_tick(void)
@@ -265,6 +292,16 @@ void audit_sandbox_ended(const char *id)
 		return;
 	s->ended_usec = now_usec(CLOCK_MONOTONIC);
 	arm_tick();
+}
+
+bool audit_sandbox_trail(const char *id, const char *msg)
+{
+	struct audit_sb *s = A.active ? find_id(id) : NULL;
+
+	if (!s || s->trail)
+		return false;
+	s->trail = strdup(msg);
+	return s->trail != NULL;
 }
 
 void audit_conn_closed(struct conn *c)
@@ -393,14 +430,15 @@ static void deliver(struct audit_sb *s, const struct audit_record *r)
 {
 	uint64_t now = now_usec(CLOCK_MONOTONIC);
 
-	if (!s->conn)
-		return;
+	/* Counted whether or not its requester is still there to be told (the admin's trail). */
+	s->denials++;
 	if (now - s->window_usec >= 1000000ULL) {
 		send_suppressed(s);
 		s->window_usec = now;
 		s->in_window = 0;
 	}
 	if (s->in_window >= AUDIT_DENIALS_PER_SEC) {
+		s->denials_suppressed++;
 		if (s->suppressed++ == 0)
 			arm_tick();
 		return;
@@ -523,9 +561,8 @@ static int on_tick(struct event_source *src, void *userdata)
 			s->in_window = 0;
 		}
 		if (s->ended_usec && now - s->ended_usec >= AUDIT_LINGER_USEC) {
-			send_suppressed(s);
 			*p = s->next;
-			free(s);
+			sb_free(s);
 			continue;
 		}
 		again = again || s->suppressed || s->ended_usec;
@@ -611,11 +648,13 @@ void audit_stop(void)
 	seccomp_load_flags = 0;
 	event_source_free(TAKE_PTR(A.src));
 	event_source_free(TAKE_PTR(A.tick));
+	/* The end records still held are written with the counts so far. */
 	while (A.sbs) {
 		struct audit_sb *s = A.sbs;
 
 		A.sbs = s->next;
-		free(s);
+		s->conn = NULL;
+		sb_free(s);
 	}
 	free(TAKE_PTR(A.pend));
 	A.n_pend = 0;

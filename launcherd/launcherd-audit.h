@@ -67,4 +67,8 @@ void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c)
 void audit_sandbox_exec(const char *id);
 /* It ended (its identity lingers AUDIT_LINGER_USEC), or its requester went away. */
 void audit_sandbox_ended(const char *id);
+/* Its end record for the admin's trail (launcherd_trail()): kept, and written with
+ * " denials=N denialsSuppressed=K" appended when its identity goes (AUDIT_LINGER_USEC after its
+ * end, or at audit_stop()). false when the reader keeps no identity of it: write it now. */
+bool audit_sandbox_trail(const char *id, const char *msg);
 void audit_conn_closed(struct conn *c);

@@ -227,6 +227,7 @@ static int launcher_answer_hello(struct conn *c, int64_t seq, json_t *msg, int *
 		return -EPROTO;
 	}
 	if (!floor_user_allowed(&d->floor, c->peer.uid, c->groups, c->n_groups)) {
+		launcherd_trail_floor_refused(c, "hello", NULL, "floor-refused", "allow-list", "");
 		(void)conn_send_error(c, seq, "floor-refused", EPERM, "", "",
 				      "uid %u is not allowed by the admin floor",
 				      (unsigned)c->peer.uid);
@@ -273,23 +274,31 @@ static int check_ceilings(struct conn *c, int64_t seq, const struct plan *p)
 	unsigned count;
 
 	sandbox_usage(c->d, c->peer.uid, &count, &pids, &memory);
-	if (count >= f->max_sandboxes)
+	if (count >= f->max_sandboxes) {
+		launcherd_trail_floor_refused(c, "spawn", p, "limit", "per-user-max-sandboxes", "");
 		return conn_send_error(c, seq, "limit", EAGAIN, "", "",
 				       "per-user ceiling of %llu live sandboxes reached",
 				       (unsigned long long)f->max_sandboxes);
-	if (f->pids_max && pids + p->pids_max > f->pids_max)
+	}
+	if (f->pids_max && pids + p->pids_max > f->pids_max) {
+		launcherd_trail_floor_refused(c, "spawn", p, "limit", "per-user-pids-max",
+					      "plan.cgroup.pidsMax");
 		return conn_send_error(c, seq, "limit", EAGAIN, "plan.cgroup.pidsMax", "",
 				       "plan.cgroup.pidsMax: %llu more would exceed the per-user "
 				       "ceiling of %llu (in use: %llu)",
 				       (unsigned long long)p->pids_max,
 				       (unsigned long long)f->pids_max, (unsigned long long)pids);
-	if (f->memory_max && memory + p->memory_max > f->memory_max)
+	}
+	if (f->memory_max && memory + p->memory_max > f->memory_max) {
+		launcherd_trail_floor_refused(c, "spawn", p, "limit", "per-user-memory-max",
+					      "plan.cgroup.memoryMaxBytes");
 		return conn_send_error(c, seq, "limit", EAGAIN, "plan.cgroup.memoryMaxBytes", "",
 				       "plan.cgroup.memoryMaxBytes: %llu more would exceed the "
 				       "per-user ceiling of %llu (in use: %llu)",
 				       (unsigned long long)p->memory_max,
 				       (unsigned long long)f->memory_max,
 				       (unsigned long long)memory);
+	}
 	return 1;
 }
 
@@ -357,7 +366,7 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 	struct seccomp_program filter = { 0 };
 	struct field_error fe = { 0 };
 	_cleanup_json_ json_t *unenforced = NULL;
-	const char *step;
+	const char *step, *rule;
 	json_t *pj;
 	int r, index = -1;
 
@@ -392,8 +401,9 @@ static int launcher_answer_spawn(struct conn *c, int64_t seq, json_t *msg, int *
 			goto done;
 		}
 	}
-	r = floor_check_plan(&d->floor, plan, &fe);
+	r = floor_check_plan_rule(&d->floor, plan, &rule, &fe);
 	if (r < 0) {
+		launcherd_trail_floor_refused(c, "spawn", plan, "floor-refused", rule, fe.field);
 		r = send_field_error(c, seq, "floor-refused", r, &fe);
 		goto done;
 	}

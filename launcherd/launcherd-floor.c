@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -192,34 +193,71 @@ bool floor_user_allowed(const struct floor *f, uid_t uid, const gid_t *groups, s
 	return false;
 }
 
-int floor_check_plan(const struct floor *f, const struct plan *p, struct field_error *err)
+int floor_check_plan_rule(const struct floor *f, const struct plan *p, const char **ret_rule,
+			  struct field_error *err)
 {
-	if (f->require_landlock && !p->has_landlock)
+	const char *unused;
+
+	if (!ret_rule)
+		ret_rule = &unused;
+	*ret_rule = NULL;
+	if (f->require_landlock && !p->has_landlock) {
+		*ret_rule = "require-landlock";
 		return field_error_set(err, -EPERM, "plan", "landlock",
 				       "required by the admin floor");
-	if (f->require_landlock && !p->landlock_required)
+	}
+	if (f->require_landlock && !p->landlock_required) {
+		*ret_rule = "require-landlock";
 		return field_error_set(err, -EPERM, "plan.landlock", "required",
 				       "the admin floor requires Landlock: it cannot be optional");
-	if (f->require_seccomp && p->seccomp_program < 0)
+	}
+	if (f->require_seccomp && p->seccomp_program < 0) {
+		*ret_rule = "require-seccomp";
 		return field_error_set(err, -EPERM, "plan", "seccomp",
 				       "required by the admin floor");
-	if (f->require_netns && p->network == PLAN_NETWORK_HOST)
+	}
+	if (f->require_netns && p->network == PLAN_NETWORK_HOST) {
+		*ret_rule = "require-netns";
 		return field_error_set(err, -EPERM, "plan", "network",
 				       "the admin floor requires a network namespace");
-	if (plan_network_rank(p->network) > plan_network_rank(f->max_network))
+	}
+	if (plan_network_rank(p->network) > plan_network_rank(f->max_network)) {
+		*ret_rule = "max-network";
 		return field_error_set(err, -EPERM, "plan", "network",
 				       "\"%s\" is above the admin floor's maximum \"%s\"",
 				       plan_network_to_string(p->network),
 				       plan_network_to_string(f->max_network));
-	if (f->pids_max_required && !p->pids_max)
+	}
+	if (f->pids_max_required && !p->pids_max) {
+		*ret_rule = "pids-max-required";
 		return field_error_set(err, -EPERM, "plan.cgroup", "pidsMax",
 				       "required by the admin floor (per-user ceiling %llu)",
 				       (unsigned long long)f->pids_max);
-	if (f->memory_max && !p->memory_max)
+	}
+	if (f->memory_max && !p->memory_max) {
+		*ret_rule = "memory-max-required";
 		return field_error_set(err, -EPERM, "plan.cgroup", "memoryMaxBytes",
 				       "required by the admin floor (per-user ceiling %llu)",
 				       (unsigned long long)f->memory_max);
+	}
 	return 0;
+}
+
+int floor_check_plan(const struct floor *f, const struct plan *p, struct field_error *err)
+{
+	return floor_check_plan_rule(f, p, NULL, err);
+}
+
+void floor_rules(const struct floor *f, char *buf, size_t size)
+{
+	(void)snprintf(buf, size, "%s%s%s%smax-network-%s%s%s",
+		       f->allow_users || f->allow_groups ? "allow-list," : "",
+		       f->require_landlock ? "require-landlock," : "",
+		       f->require_seccomp ? "require-seccomp," : "",
+		       f->require_netns ? "require-netns," : "",
+		       plan_network_to_string(f->max_network),
+		       f->pids_max_required ? ",pids-max-required" : "",
+		       f->memory_max ? ",memory-max-required" : "");
 }
 
 json_t *floor_to_json(const struct floor *f)

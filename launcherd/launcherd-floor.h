@@ -65,6 +65,15 @@ bool floor_user_allowed(const struct floor *f, uid_t uid, const gid_t *groups, s
 
 /* Does the plan meet the floor? -EPERM with err naming the plan field. */
 int floor_check_plan(const struct floor *f, const struct plan *p, struct field_error *err);
+/* The same; *ret_rule (when not NULL) names the rule that refused, one word for the admin's
+ * trail: require-landlock, require-seccomp, require-netns, max-network, pids-max-required,
+ * memory-max-required; NULL when none did. */
+int floor_check_plan_rule(const struct floor *f, const struct plan *p, const char **ret_rule,
+			  struct field_error *err);
+/* The floor's rules every plan is held to, as the admin's trail says them: comma-separated
+ * words (allow-list, require-landlock, require-seccomp, require-netns, max-network-NET,
+ * pids-max-required, memory-max-required); max-network is always there. */
+void floor_rules(const struct floor *f, char *buf, size_t size);
 
 /* The floor as reported in hello. */
 json_t *floor_to_json(const struct floor *f);

@@ -88,7 +88,8 @@ struct sandbox {
 	int cgroup_error;	    /* creating its cgroup failed: the child was killed */
 	struct apply_report report; /* valid when have_report */
 	bool have_report;
-	bool trail_open; /* its start is in the admin's trail, its end not yet */
+	bool trail_open;       /* its start is in the admin's trail, its end not yet */
+	char floor_rules[128]; /* the admin floor's rules it was held to, for its end record */
 };
 
 /* A cgroup whose directory could not be removed yet (a dying task still pinned it). */
@@ -214,7 +215,7 @@ static struct trail_bucket *trail_bucket(uid_t uid, unsigned long long now)
 	return b;
 }
 
-static void trail_record(uid_t uid, const char *msg)
+void launcherd_trail(uid_t uid, const char *msg)
 {
 	unsigned long long now = now_usec();
 	struct trail_bucket *b = trail_bucket(uid, now);
@@ -264,7 +265,7 @@ static void trail_escape(const char *in, char *out, size_t size)
 
 static void trail_start(struct sandbox *s, const struct plan *plan, bool filter, bool cgroup)
 {
-	char argv0[TRAIL_ARGV0_MAX * 4 + 8], msg[512];
+	char argv0[TRAIL_ARGV0_MAX * 4 + 8], msg[TRAIL_MSG_MAX];
 
 	if (s->d->mode != LAUNCHERD_PRIVILEGED)
 		return;
@@ -275,23 +276,48 @@ static void trail_start(struct sandbox *s, const struct plan *plan, bool filter,
 		       (unsigned)s->uid, s->id, (int)s->pid, argv0,
 		       plan_network_to_string(plan->network), filter ? ",seccomp" : "",
 		       plan->has_landlock ? ",landlock" : "", cgroup ? ",cgroup" : "");
-	trail_record(s->uid, msg);
+	launcherd_trail(s->uid, msg);
+	floor_rules(&s->d->floor, s->floor_rules, sizeof(s->floor_rules));
 	s->trail_open = true;
 }
 
 static void trail_end(struct sandbox *s, int code, int sig, const char *reason)
 {
-	char msg[256];
+	char msg[TRAIL_MSG_MAX];
+	int n;
 
 	if (!s->trail_open)
 		return;
 	s->trail_open = false;
+	n = snprintf(msg, sizeof(msg),
+		     "event=sandbox-end uid=%u sandbox=%s pid=%d exit=%d signal=%d reason=%s "
+		     "durationMs=%llu floor=%s",
+		     (unsigned)s->uid, s->id, (int)s->pid, code, sig, reason,
+		     (now_usec() - s->start_usec) / 1000ULL, s->floor_rules);
+	/* With the denial reader, the record waits for the sandbox's last denials (they may
+	 * trail its end), and says how many there were. */
+	if (audit_sandbox_trail(s->id, msg))
+		return;
+	if (n > 0 && (size_t)n < sizeof(msg))
+		(void)snprintf(msg + n, sizeof(msg) - (size_t)n, " denials=- denialsSuppressed=-");
+	launcherd_trail(s->uid, msg);
+}
+
+void launcherd_trail_floor_refused(struct conn *c, const char *request, const struct plan *plan,
+				   const char *code, const char *rule, const char *field)
+{
+	char argv0[TRAIL_ARGV0_MAX * 4 + 8], fld[TRAIL_ARGV0_MAX * 4 + 8], msg[TRAIL_MSG_MAX];
+
+	if (c->d->mode != LAUNCHERD_PRIVILEGED)
+		return;
+	trail_escape(plan && plan->argv ? plan->argv[0] : NULL, argv0, sizeof(argv0));
+	trail_escape(field, fld, sizeof(fld));
 	(void)snprintf(msg, sizeof(msg),
-		       "event=sandbox-end uid=%u sandbox=%s pid=%d exit=%d signal=%d reason=%s "
-		       "durationMs=%llu",
-		       (unsigned)s->uid, s->id, (int)s->pid, code, sig, reason,
-		       (now_usec() - s->start_usec) / 1000ULL);
-	trail_record(s->uid, msg);
+		       "event=floor-refused uid=%u request=%s code=%s rule=%s field=%s argv0=%s "
+		       "network=%s",
+		       (unsigned)c->peer.uid, request, code, rule ? rule : "-", fld, argv0,
+		       plan ? plan_network_to_string(plan->network) : "-");
+	launcherd_trail(c->peer.uid, msg);
 }
 
 static void sandbox_free(struct sandbox *s)

@@ -149,6 +149,15 @@ void sandbox_kill_all(struct launcherd *d);
 /* Per-uid totals of live sandboxes, for the floor's ceilings. */
 void sandbox_usage(struct launcherd *d, uid_t uid, unsigned *ret_count, uint64_t *ret_pids,
 		   uint64_t *ret_memory);
+/* The admin's trail (privileged mode; docs/DENIALS.md): one record, key=value words, at most
+ * TRAIL_MSG_MAX bytes, to the system log, rate-limited per uid. */
+#define TRAIL_MSG_MAX 768
+void launcherd_trail(uid_t uid, const char *msg);
+/* The admin floor refused c's request: request "hello" (plan NULL) or "spawn"; code as the
+ * error says it (floor-refused, limit), rule the floor's (floor_check_plan_rule()), field the
+ * plan field ("" for none). */
+void launcherd_trail_floor_refused(struct conn *c, const char *request, const struct plan *plan,
+				   const char *code, const char *rule, const char *field);
 /* Called when the last sandbox is gone (single mode / shutdown). */
 void launcherd_maybe_exit(struct launcherd *d);
 /* Privileged mode: fs.suid_dumpable is 1 now (launcherd-main.c says why that is refused). */
