@@ -737,6 +737,27 @@ static int pack_spawn_process(struct pack_inst *pi, char *msg, size_t msg_size)
 	return r;
 }
 
+/*
+ * A refusal in one of the instance's sandboxes (docs/DENIALS.md): launcherd sends a sandbox's
+ * denials to its requester alone, here this instance's own launcher link, whose sandboxes are
+ * the pack process's and the local ones. A local sandbox's go to the user's stream as
+ * builtin:auto's do, naming the sandbox as its spawn event did ("instance"); they may trail its
+ * exit report, so they are told by not being the pack process's own. Those of the pack process
+ * (before its spawn answer it is the only sandbox there) are the pack's, not the user's.
+ */
+static void on_launcher_denial(struct ctl_launcher *l, json_t *denial, void *ud)
+{
+	struct pack_inst *pi = ud;
+	const char *sb = json_string_value(json_object_get(denial, "instance"));
+
+	(void)l;
+	if (!sb || !pi->sandbox || streq(sb, pi->sandbox)) {
+		json_decref(denial);
+		return;
+	}
+	pi->bi->host->event(pi->bi->host, "denial", denial);
+}
+
 /* The launcher answered hello: the pack's policy can be compiled for it. */
 static void on_pack_hello(struct ctl_launcher *l, json_t *info,
 			  const struct ctl_launcher_error *err, void *userdata)
@@ -769,6 +790,7 @@ static int pack_start(struct pack_inst *pi, char *msg, size_t msg_size)
 	if (r < 0)
 		return r;
 	ctl_launcher_set_exit_handler(pi->l, on_launcher_exit, pi);
+	ctl_launcher_set_denial_handler(pi->l, on_launcher_denial, pi);
 	r = event_add_io(h->loop, ctl_launcher_fd(pi->l), EPOLLIN, on_launcher_io, pi, &pi->lsrc);
 	if (r < 0)
 		return r;

@@ -34,7 +34,7 @@ $DP --audit 1 8192 >/dev/null || skip_all "cannot turn the kernel's audit on"
 ld_start
 abi=$("$LP" --socket "$T/ld.sock" --hello 2>&1 | jq -r .landlockAbi 2>/dev/null)
 [ "${abi:-0}" -ge 7 ] 2>/dev/null || skip_all "Landlock ABI ${abi:-?} < 7: no Landlock audit"
-plan 26
+plan 29
 
 hello=$("$LP" --socket "$T/ld.sock" --hello 2>&1)
 # (The kernel's audit state is "unknown" to launcherd until a record shows it on.)
@@ -197,6 +197,34 @@ check "cordon events (no filter) shows the spawn, the exit and the denial" \
 cli root doctor >"$T/doctor.out" 2>&1
 check "cordon doctor: denials ok, kernel audit on ($(grep denials "$T/doctor.out"))" \
 	grep -q '^ok   denials .*kernel audit on' "$T/doctor.out"
+
+# A pack's local sandboxes: the test pack answers every spawn "local", and the controller runs
+# the plan on the pack instance's own launcher link; their denials reach the user's stream as
+# builtin:auto's do, and the summary of a failed command names them.
+if [ -x "$Babs/tests/packs/test-pack/cordon-test-pack" ]; then
+	mkdir -p "$T/pack-src"
+	cp "$S/tests/packs/test-pack/pack.json" "$Babs/tests/packs/test-pack/cordon-test-pack" "$T/pack-src/"
+	chmod -R a+rX "$T/pack-src"
+	cli $TEST_USER2 pack install "$T/pack-src" >"$T/pack.out" 2>&1 &&
+		cli $TEST_USER2 backend activate pack:org.cordon.test:test >>"$T/pack.out" 2>&1
+	check "the test pack's backend is active for $TEST_USER2 ($(tail -n1 "$T/pack.out"))" \
+		grep -q '^pack:org.cordon.test:test is active' "$T/pack.out"
+	cli $TEST_USER2 run -- sh -c 'unshare -U true' >"$T/pack-run.out" 2>&1
+	st=$?
+	check "a failed command in a pack-local sandbox: its summary names the refusal (exit $st: $(show "$T/pack-run.out"))" \
+		sh -c "[ $st = 1 ] && grep -q '^cordon: 1 refusal' '$T/pack-run.out' && grep -q '^  unshare ' '$T/pack-run.out'"
+	sleep 1
+	cli $TEST_USER2 events --denials >"$T/pack.ev" 2>&1
+	cli $TEST_USER2 events >"$T/pack-all.ev" 2>&1
+	inst=$(jq -r 'select(.type == "spawn") | .instance + " " + .launcher' "$T/pack-all.ev" 2>/dev/null)
+	check "  cordon events --denials: one, naming the process and its pack-local sandbox ($inst; $(show "$T/pack.ev"))" \
+		sh -c "[ \"\$(wc -l <'$T/pack.ev')\" = 1 ] && case '$inst' in 'sb-'*' pack:org.cordon.test:test#'*) true ;; *) false ;; esac && jq -e --arg i '${inst%% *}' '.type == \"denial\" and .syscall == \"unshare\" and .processId == \"p1\" and .instance == \$i' '$T/pack.ev' >/dev/null"
+else
+	for _ in 1 2 3; do
+		if [ "${CORDON_MUST_WORK:-0}" = 1 ]; then not_ok "the test pack is not built"; else
+			_tap_n=$((_tap_n + 1)); echo "ok $_tap_n # SKIP the test pack is not built"; fi
+	done
+fi
 
 [ "$_tap_failed" = 0 ] || tail -n 20 "$T/launcherd.log" | sed 's/^/# /'
 tap_done
