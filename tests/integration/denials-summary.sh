@@ -5,47 +5,8 @@
 # each refusal and the policy rule that decides it (--json: a "denials" array); nothing when
 # the command succeeded or nothing was refused. Through a privileged launcherd with the kernel's
 # audit turned on for the test (restored at exit), as tests/integration/denials.sh does.
-. "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
-ld_require_root
-DP="python3 $S/tests/integration/denials.py"
-command -v python3 >/dev/null 2>&1 || skip_all "no python3"
-command -v jq >/dev/null 2>&1 || skip_all "no jq"
-# The kernel's audit is the whole host's: the tests that turn it on and off take turns (make
-# check runs tests in parallel). A process of its own holds the lock, so that nothing this test
-# starts inherits it.
-(exec 9>>/tmp/cordon-test-audit.lock && flock 9 && : >"$T/audit-locked" && exec sleep 3600) &
-audit_lock=$!
-trap 'kill $audit_lock 2>/dev/null; ld_cleanup' EXIT
-while [ ! -e "$T/audit-locked" ]; do sleep 0.1; done
-audit_was=$($DP --audit 2>/dev/null) || skip_all "the kernel has no audit (CONFIG_AUDIT)"
-trap '$DP --audit ${audit_was% *} >/dev/null 2>&1; kill $audit_lock 2>/dev/null; ds_cleanup_controllers; ld_cleanup' EXIT
-ds_cleanup_controllers() {
-	for lock in "$T"/xdg-*/run/cordon/controller.sock.lock; do
-		[ -s "$lock" ] || continue
-		pid=$(head -n1 "$lock")
-		kill "$pid" 2>/dev/null
-	done
-}
-$DP --audit 1 8192 >/dev/null || skip_all "cannot turn the kernel's audit on"
-ld_start
-abi=$("$LP" --socket "$T/ld.sock" --hello 2>&1 | jq -r .landlockAbi 2>/dev/null)
-[ "${abi:-0}" -ge 7 ] 2>/dev/null || skip_all "Landlock ABI ${abi:-?} < 7: no Landlock audit"
-
-Babs=$(cd "$B" && pwd)
-CORDON="$Babs/cordon"
-cli() { # cli USER COMMAND...: cordon as USER with a controller of its own on this launcherd
-	d="$T/xdg-$1"
-	mkdir -p "$d/run" "$d/state" "$d/ws"
-	chown -R "$1" "$d" && chmod 0700 "$d/run"
-	u=$1
-	shift
-	setpriv --reuid="$u" --regid="$u" --clear-groups --reset-env -- env -C "$d/ws" \
-		PATH=/usr/bin:/bin HOME="$d" XDG_RUNTIME_DIR="$d/run" XDG_STATE_HOME="$d/state" \
-		CORDON_CONTROLLER="$Babs/cordon-controller" CORDON_LAUNCHERD="$Babs/cordon-launcherd" \
-		CORDON_LAUNCHERD_SOCKET="$T/ld.sock" "$CORDON" "$@"
-}
+. "${top_srcdir:-.}/tests/integration/denials-lib.sh"
 jqe() { jq -e "$@" >/dev/null; }
-show() { tr '\n' ' ' <"$1" | cut -c1-400; }
 # summary FILE: the summary's lines in FILE (the header and what follows it, indented)
 summary() { sed -n '/^cordon: [0-9]* refusals\{0,1\} in the sandbox/,$p' "$1" | grep -E '^(cordon: [0-9]|  )'; }
 plan 20

@@ -29,4 +29,5 @@ launcherd_integration_tests = \
 	tests/integration/launcherd-trail.sh
 TESTS += $(launcherd_integration_tests)
 EXTRA_DIST += $(launcherd_integration_tests) tests/integration/launcherd-lib.sh \
+	tests/integration/denials-lib.sh \
 	tests/helpers/stallfs.py tests/integration/denials.py
