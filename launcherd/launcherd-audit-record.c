@@ -102,6 +102,28 @@ static int get_string(const char *v, size_t vlen, char *buf, size_t size)
 	return 0;
 }
 
+/*
+ * A path: a string as above, or an abstract UNIX socket's name (a Landlock scope record: hex,
+ * its first byte NUL), written as ss(8) writes it: '@' for the leading NUL and for every NUL
+ * within the name, which may hold any byte.
+ */
+static int get_path(const char *v, size_t vlen, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	if (vlen < 2 || v[0] != '0' || v[1] != '0' || vlen % 2 || vlen / 2 >= size)
+		return get_string(v, vlen, buf, size);
+	for (size_t i = 0; i < vlen; i += 2) {
+		int hi = hexval(v[i]), lo = hexval(v[i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EBADMSG;
+		buf[n++] = hi == 0 && lo == 0 ? '@' : (char)(hi << 4 | lo);
+	}
+	buf[n] = 0;
+	return 0;
+}
+
 /* An unsigned number in base (10 or 16, hex with an optional 0x), fitting max. */
 static int get_number(const char *v, size_t vlen, int base, uint64_t max, uint64_t *ret)
 {
@@ -204,7 +226,7 @@ static int parse_landlock(struct cursor *c, struct audit_record *r)
 		else if (key_is(k, kl, "blockers") && r->type == CORDON_AUDIT_LANDLOCK_ACCESS)
 			e = get_blockers(v, vl, r->blockers, sizeof(r->blockers));
 		else if (key_is(k, kl, "path") || key_is(k, kl, "name"))
-			e = r->path[0] ? 0 : get_string(v, vl, r->path, sizeof(r->path));
+			e = r->path[0] ? 0 : get_path(v, vl, r->path, sizeof(r->path));
 		else if (key_is(k, kl, "dest") || key_is(k, kl, "dport") || key_is(k, kl, "src") ||
 			 key_is(k, kl, "lport")) {
 			e = get_number(v, vl, 10, 65535, &x);

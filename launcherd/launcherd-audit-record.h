@@ -7,7 +7,9 @@
  *
  * Values are either bare (up to the next space), "quoted" (no escapes: the kernel quotes a
  * string only when it has no space, quote or control byte) or, for strings a process controls
- * (path, exe, comm, name), upper-case hex of the raw bytes. Decoded strings never contain NUL;
+ * (path, exe, comm, name), upper-case hex of the raw bytes. Decoded strings never contain NUL:
+ * an abstract UNIX socket's name (a path whose first byte is NUL) is written "@name", '@' for
+ * each NUL in it, as ss(8) does;
  * a record with a malformed header or an unexpected shape is -EBADMSG, never half-filled.
  */
 #pragma once

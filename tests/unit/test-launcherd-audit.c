@@ -57,6 +57,24 @@ static void test_landlock(void)
 	       "hex path parses");
 	is_str("/tmp/new q", rec.path, "and is decoded");
 
+	/* An abstract UNIX socket across the sandbox's edge (Landlock scope): hex, a NUL first. */
+	is_int(0,
+	       parse(CORDON_AUDIT_LANDLOCK_ACCESS,
+		     "audit(1796168728.080:57213): domain=102878371 "
+		     "blockers=scope.abstract_unix_socket path=00636F72646F6E2D7800792D31"),
+	       "an abstract socket's scope record parses");
+	is_str("scope.abstract_unix_socket", rec.blockers, "its blocker");
+	is_str("@cordon-x@y-1", rec.path, "its name, '@' for each NUL, as ss writes it");
+	is_int(-EBADMSG,
+	       parse(CORDON_AUDIT_LANDLOCK_ACCESS,
+		     "audit(1.000:1): domain=1 blockers=fs.read_file path=2F0078"),
+	       "a file path with a NUL inside is refused");
+	is_int(0,
+	       parse(CORDON_AUDIT_LANDLOCK_ACCESS,
+		     "audit(1.000:2): domain=1 blockers=scope.signal opid=1 ocomm=\"sleep\""),
+	       "a signal's scope record parses");
+	is_str("scope.signal", rec.blockers, "its blocker");
+
 	is_int(0,
 	       parse(CORDON_AUDIT_LANDLOCK_DOMAIN,
 		     "audit(1796157226.434:51): domain=10275d02f status=allocated mode=enforcing "
