@@ -85,12 +85,13 @@ dn_plan() {
 dn_run() {
 	who=
 	if [ "$1" = --user ]; then who=$2; shift 2; fi
-	dn_plan "$T/dn-$$.json" "$2"
+	# A plan file of its own (named after OUT): runs in the background must not share one.
+	dn_plan "$1.plan.json" "$2"
 	if [ -n "${DN_PLAN_JQ:-}" ]; then
-		jq "$DN_PLAN_JQ" "$T/dn-$$.json" >"$T/dn-$$.jq" && mv "$T/dn-$$.jq" "$T/dn-$$.json"
+		jq "$DN_PLAN_JQ" "$1.plan.json" >"$1.plan.jq" && mv "$1.plan.jq" "$1.plan.json"
 	fi
-	chmod 0644 "$T/dn-$$.json"
-	set -- "$1" "$T/dn-$$.json" "${3:-0.5}"
+	chmod 0644 "$1.plan.json"
+	set -- "$1" "$1.plan.json" "${3:-0.5}"
 	if [ -n "$who" ]; then
 		as_user "$who" $DP "$T/ld.sock" "$2" --fd 3=/usr --fd 4="$HELPERS" --fd 5="$T/work" \
 			--linger "$3" >"$1" 2>>"$T/client.log"
