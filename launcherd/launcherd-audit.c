@@ -26,6 +26,7 @@
 #include "common/util.h"
 #include "launcherd/launcherd-audit-record.h"
 #include "launcherd/launcherd-audit.h"
+#include "launcherd/launcherd-denial-args.h"
 #include "launcherd/launcherd-landlock.h"
 #include "launcherd/launcherd-seccomp.h"
 #include "launcherd/launcherd.h"
@@ -65,6 +66,9 @@ struct audit_sb {
 	 * back; its end record, written with them when its identity goes (audit_sandbox_trail()). */
 	unsigned long long denials, denials_suppressed;
 	char *trail;
+	/* The floor's refusals come from its init (audit_sandbox_notified()): a seccomp record
+	 * of an errno refusal is then the plan's filter's. */
+	bool notify;
 };
 
 struct pending {
@@ -237,7 +241,7 @@ static void arm_tick(void)
 		(void)event_timer_set(A.tick, AUDIT_TICK_USEC, true);
 }
 
-void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c)
+void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c, bool notify)
 {
 	struct audit_sb *s;
 
@@ -252,6 +256,7 @@ void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c)
 	s->pid = pid;
 	s->uid = uid;
 	s->conn = c;
+	s->notify = notify;
 	s->session = AUDIT_SESSION_NONE; /* audit_sandbox_exec() */
 	/* The records' clock is the coarse realtime one, up to a tick behind. */
 	s->start_msec = now_usec(CLOCK_REALTIME) / 1000 - AUDIT_CLOCK_SLACK_MSEC;
@@ -414,6 +419,10 @@ static json_t *denial_message(const struct audit_sb *s, const struct audit_recor
 		    json_object_set_new(m, "syscallNr", json_integer(r->syscall)) < 0 ||
 		    json_object_set_new(m, "action", json_string(action_name(r->code))) < 0 ||
 		    (name && json_object_set_new(m, "syscall", json_string(name)) < 0) ||
+		    /* With a notifying floor, the floor never logs: an errno refusal logged is
+		     * the plan's (it won, or it alone refused). */
+		    (s->notify && (r->code & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO &&
+		     json_object_set_new(m, "filter", json_string("policy")) < 0) ||
 		    json_object_set_new(m, "pid", json_integer(r->pid)) < 0 ||
 		    (r->comm[0] &&
 		     json_object_set_new(m, "comm", json_string(r->comm) ?: json_null()) < 0) ||
@@ -425,8 +434,8 @@ static json_t *denial_message(const struct audit_sb *s, const struct audit_recor
 }
 
 /* Rate-limited per sandbox: AUDIT_DENIALS_PER_SEC in any one-second window, the rest counted
- * and reported as one record when the window ends. */
-static void deliver(struct audit_sb *s, const struct audit_record *r)
+ * and reported as one record when the window ends. Whether this one may go. */
+static bool admit(struct audit_sb *s)
 {
 	uint64_t now = now_usec(CLOCK_MONOTONIC);
 
@@ -441,10 +450,86 @@ static void deliver(struct audit_sb *s, const struct audit_record *r)
 		s->denials_suppressed++;
 		if (s->suppressed++ == 0)
 			arm_tick();
-		return;
+		return false;
 	}
 	s->in_window++;
-	send_msg(s, denial_message(s, r));
+	return true;
+}
+
+static void deliver(struct audit_sb *s, const struct audit_record *r)
+{
+	if (admit(s))
+		send_msg(s, denial_message(s, r));
+}
+
+static json_t *notified_message(const struct audit_sb *s, int32_t nr, uint32_t arch, uint32_t pid,
+				const uint64_t args[6], const char comm[16])
+{
+	char name16[16];
+
+	_cleanup_free_ char *name = seccomp_syscall_resolve_num_arch(arch, nr);
+	_cleanup_json_ json_t *m = NULL, *named = denial_args_json(name, args);
+
+	m = json_pack("{s:s,s:s,s:I,s:s,s:s,s:i,s:s,s:s}", "type", "denial", "sandbox", s->id,
+		      "timeMs", (json_int_t)(now_usec(CLOCK_REALTIME) / 1000), "layer", "seccomp",
+		      "kind", "syscall", "syscallNr", (int)nr, "action", "errno", "filter",
+		      "floor");
+	if (!m || (name && json_object_set_new(m, "syscall", json_string(name)) < 0) ||
+	    (pid > 0 && pid <= DENIAL_PID_MAX &&
+	     json_object_set_new(m, "sandboxPid", json_integer(pid)) < 0) ||
+	    (named && json_object_update(m, named) < 0))
+		return NULL;
+	/* The command's name as the init read it: at most 15 bytes; jansson refuses what is not
+	 * UTF-8, and such a name is sent as missing. */
+	memcpy(name16, comm, sizeof(name16));
+	name16[sizeof(name16) - 1] = 0;
+	if (name16[0] && json_object_set_new(m, "comm", json_string(name16) ?: json_null()) < 0)
+		return NULL;
+	return TAKE_PTR(m);
+}
+
+/* Refusals the init counted but did not report: suppressed, as ours are. Bounded: a count
+ * from the sandbox's side. */
+static void add_dropped(struct audit_sb *s, uint32_t dropped)
+{
+	unsigned n = dropped < (1U << 20) ? dropped : (1U << 20);
+
+	if (!n)
+		return;
+	/* Refusals its init counted without reporting them: the admin's trail counts them too. */
+	s->denials += n;
+	s->denials_suppressed += n;
+	if (!s->conn)
+		return;
+	s->suppressed += n;
+	arm_tick();
+}
+
+void audit_sandbox_dropped(const char *id, uint32_t dropped)
+{
+	struct audit_sb *s = A.active ? find_id(id) : NULL;
+
+	if (s)
+		add_dropped(s, dropped);
+}
+
+void audit_sandbox_notified(const char *id, uint32_t dropped, int32_t nr, uint32_t arch,
+			    uint32_t pid, const uint64_t args[6], const char comm[16])
+{
+	struct audit_sb *s = A.active ? find_id(id) : NULL;
+
+	if (!s)
+		return;
+	/* From the sandbox's init, which runs as the requester: every field is checked here
+	 * (denial_args_check(); the pid's range and the name in notified_message()), and a
+	 * report that fails is dropped whole. */
+	add_dropped(s, dropped);
+	if (denial_args_check(nr, arch) < 0) {
+		log_debug("a malformed refusal report from %s's init dropped", s->id);
+		return;
+	}
+	if (admit(s))
+		send_msg(s, notified_message(s, nr, arch, pid, args, comm));
 }
 
 static void pend_add(const struct audit_record *r)

@@ -61,8 +61,15 @@ unsigned audit_seccomp_flags(void);
  * uid set to uid). Best effort. */
 void audit_child_session(uid_t uid);
 
-/* A sandbox's init (pid) runs for requester c: remember who it is. */
-void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c);
+/* A sandbox's init (pid) runs for requester c: remember who it is. notify: the init holds the
+ * floor's listener (sandbox-init.h) and reports its refusals itself. */
+void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c, bool notify);
+/* Its init reported a refusal of the floor's (struct apply_report, DENIAL): sent like the
+ * audit's, rate-limited with them, once its fields passed their checks; dropped: refusals the
+ * init itself did not report (counted as suppressed). */
+void audit_sandbox_notified(const char *id, uint32_t dropped, int32_t nr, uint32_t arch,
+			    uint32_t pid, const uint64_t args[6], const char comm[16]);
+void audit_sandbox_dropped(const char *id, uint32_t dropped);
 /* Its command was exec'd (the set-up is over): read its audit session. */
 void audit_sandbox_exec(const char *id);
 /* It ended (its identity lingers AUDIT_LINGER_USEC), or its requester went away. */

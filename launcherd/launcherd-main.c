@@ -427,7 +427,10 @@ int main(int argc, char **argv)
 			mode = optarg;
 			break;
 		case 'D':
-			return seccomp_floor_export_pfc(false, false, STDOUT_FILENO) < 0 ? 1 : 0;
+			return seccomp_floor_export_pfc(FLOOR_ACTION_ERRNO, false, STDOUT_FILENO) <
+					       0
+				       ? 1
+				       : 0;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -484,9 +487,20 @@ int main(int argc, char **argv)
 		d->own_userns = r >= 0;
 	}
 	r = 0;
-	for (int kill = 0; kill < 2 && r >= 0; kill++)
-		for (int unix_only = 0; unix_only < 2 && r >= 0; unix_only++)
-			r = seccomp_floor_compile(kill, unix_only, &d->floors[kill][unix_only]);
+	for (int action = 0; action < _FLOOR_ACTION_MAX && r >= 0; action++)
+		for (int unix_only = 0; unix_only < 2 && r >= 0; unix_only++) {
+			r = seccomp_floor_compile(action, unix_only, &d->floors[action][unix_only]);
+			/* No user notification in this kernel (or libseccomp): the floor's
+			 * refusals are reported without their arguments, as before. */
+			if (r < 0 && action == FLOOR_ACTION_NOTIFY) {
+				log_info("seccomp floor: no user notification (%s): its refusals "
+					 "are reported without their arguments",
+					 strerror(-r));
+				seccomp_program_done(&d->floors[action][0]);
+				r = 0;
+				break;
+			}
+		}
 	if (r < 0)
 		die("cannot compile the seccomp floor: %s", strerror(-r));
 	log_debug("seccomp floor: %zu instructions (%zu for network \"none\")", d->floors[0][0].len,

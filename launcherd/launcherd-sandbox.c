@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 
 #include "common/json-cleanup.h"
 #include "common/log.h"
@@ -510,24 +511,44 @@ static int on_status(struct event_source *src, int fd, uint32_t revents, void *u
 	return 0;
 }
 
-/* The init's report into s->report, when it wrote one: true and s->have_report set. Never
- * blocks. */
+/* The init's report into s->report, when it wrote one: true and s->have_report set. The
+ * floor's refusals it reported before (DENIAL records, sandbox-init.h) go to the denial reader,
+ * at most 64 a call: the init limits itself to far fewer, and one sandbox never holds the loop.
+ * Never blocks. */
 static bool read_report(struct sandbox *s)
 {
-	ssize_t n;
+	struct apply_report rep;
+	ssize_t n = -1;
 
 	if (s->report_fd < 0)
 		return false;
-	do
-		n = read(s->report_fd, &s->report, sizeof(s->report));
-	while (n < 0 && errno == EINTR);
+	for (unsigned i = 0; i < 64; i++) {
+		do
+			n = read(s->report_fd, &rep, sizeof(rep));
+		while (n < 0 && errno == EINTR);
+		if (n != (ssize_t)sizeof(rep) ||
+		    (rep.type != APPLY_REPORT_DENIAL && rep.type != APPLY_REPORT_DROPPED))
+			break;
+		/* Written by the init, as the requester: the reader checks each field. */
+		if (rep.type == APPLY_REPORT_DENIAL)
+			audit_sandbox_notified(s->id, rep.dropped, rep.nr, rep.arch, rep.pid,
+					       rep.args, rep.comm);
+		else
+			audit_sandbox_dropped(s->id, rep.dropped);
+	}
+	if (n == (ssize_t)sizeof(rep) &&
+	    (rep.type == APPLY_REPORT_DENIAL || rep.type == APPLY_REPORT_DROPPED))
+		return false; /* more to come: the loop calls us again */
 	if (n < 0 && errno == EAGAIN)
 		return false;
-	/* Read once: the init writes one report and exits. */
+	/* EXIT is the last record: the init writes it and exits. Anything else (a short record,
+	 * an unknown type, EOF) ends the report without one. */
 	event_source_free(s->report_src);
 	s->report_src = NULL;
 	s->report_fd = safe_close(s->report_fd);
-	s->have_report = n == (ssize_t)sizeof(s->report);
+	s->have_report = n == (ssize_t)sizeof(rep) && rep.type == APPLY_REPORT_EXIT;
+	if (s->have_report)
+		s->report = rep;
 	return s->have_report;
 }
 
@@ -599,7 +620,8 @@ static int on_pidfd(struct event_source *src, int fd, uint32_t revents, void *us
 	if (s->state == SB_SETTING_UP)
 		(void)status_resolve(s);
 	if (s->state == SB_RUNNING) {
-		if (!s->have_report)
+		/* Its write end is gone with it: this reaches the EXIT record or EOF. */
+		while (!s->have_report && s->report_fd >= 0)
 			(void)read_report(s);
 		send_exit(s, s->have_report ? &s->report : NULL, &si);
 	}
@@ -711,8 +733,8 @@ static bool light_wanted(struct launcherd *d, const struct plan *plan, const int
 /* The light spawn's config (sandbox-init.h) in a pipe, whole, before the clone: the init reads
  * it once it runs, and we never wait for it. *ret_fd: the read end. -EAGAIN when it does not
  * fit (a user over its pipe quota gets small pipes): spawn the other way. */
-static int light_config(const struct seccomp_program *floor, const struct seccomp_program *filter,
-			const char *id, int *ret_fd)
+static int light_config(const struct seccomp_program *floor, bool notify,
+			const struct seccomp_program *filter, const char *id, int *ret_fd)
 {
 	struct sandbox_init_config cfg = {
 		.magic = SANDBOX_INIT_MAGIC,
@@ -720,6 +742,9 @@ static int light_config(const struct seccomp_program *floor, const struct seccom
 		.n_plan = filter ? (uint32_t)filter->len : 0,
 		.landlock_flags = (uint16_t)audit_landlock_flags(),
 		.seccomp_flags = (uint16_t)audit_seccomp_flags(),
+		/* The notifying floor is not logged: its refusals come with their arguments from
+		 * the init, and a second report from the audit record would repeat them. */
+		.floor_flags = notify ? SECCOMP_FILTER_FLAG_NEW_LISTENER : audit_seccomp_flags(),
 	};
 	struct iovec iov[] = {
 		{ &cfg, sizeof(cfg) },
@@ -759,7 +784,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, proxy_sv[2] = { -1, -1 },
 	    cgroup_go[2] = { -1, -1 }, pidfd = -1, index = -1, netns_fd = -1, mntns_fd = -1,
 	    config_fd = -1, cgroup_procs[2] = { -1, -1 }, r;
-	bool netns_borrowed = false, netns_recycle = false,
+	bool netns_borrowed = false, netns_recycle = false, notify,
 	     cgroup = (plan->pids_max || plan->memory_max) && d->cgroup.kind != CGROUP_NONE, light;
 	const struct seccomp_program *floor, *filter = plan_filter->insns ? plan_filter : NULL;
 	long pid;
@@ -826,8 +851,17 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	if (light && ((d->mode == LAUNCHERD_PRIVILEGED && mntns_fd < 0) ||
 		      (plan->network != PLAN_NETWORK_HOST && netns_fd < 0)))
 		light = false;
-	if (light && light_config(floor, filter, s->id, &config_fd) < 0)
+	/* The floor's refusals with their arguments (docs/DENIALS.md): the init holds the
+	 * listener of a notifying floor, in a light spawn only (the other path has no init of
+	 * ours to hold it), and only for a requester the denial reader serves. Kill mode kills. */
+	notify = light && !plan->seccomp_kill && audit_active() &&
+		 d->floors[FLOOR_ACTION_NOTIFY][plan->network == PLAN_NETWORK_UNIX].len > 0;
+	if (light &&
+	    light_config(notify ? &d->floors[FLOOR_ACTION_NOTIFY][plan->network == PLAN_NETWORK_UNIX]
+				: floor,
+			 notify, filter, s->id, &config_fd) < 0)
 		light = false;
+	notify = notify && light;
 
 	/* The cgroup: made after the clone while the child mounts, which waits for our word on
 	 * cgroup_go; light, now, and the child moves itself in. */
@@ -931,7 +965,8 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	s->proxy_sock = TAKE_FD(proxy_sv[0]);
 	s->start_usec = now_usec();
 	(void)fd_set_nonblock(s->status_fd, true);
-	audit_sandbox_started(s->id, s->pid, s->uid, s->conn); /* its denials: its requester's */
+	/* its denials: its requester's */
+	audit_sandbox_started(s->id, s->pid, s->uid, s->conn, notify);
 	trail_start(s, plan, filter, cgroup);
 
 	/* The cgroup, made while the child builds its mount tree: limits set, the child moved in,

@@ -197,10 +197,12 @@ static int add_rules(scmp_filter_ctx ctx, uint32_t deny, bool unix_only)
 	return 0;
 }
 
-static int floor_ctx(bool kill, bool unix_only, scmp_filter_ctx *ret)
+static int floor_ctx(enum floor_action action, bool unix_only, scmp_filter_ctx *ret)
 {
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
-	uint32_t deny = kill ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_ERRNO(EPERM);
+	uint32_t deny = action == FLOOR_ACTION_KILL	? SCMP_ACT_KILL_PROCESS
+			: action == FLOOR_ACTION_NOTIFY ? SCMP_ACT_NOTIFY
+							: SCMP_ACT_ERRNO(EPERM);
 	int r;
 
 	ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -225,13 +227,13 @@ static int floor_ctx(bool kill, bool unix_only, scmp_filter_ctx *ret)
 	return 0;
 }
 
-int seccomp_floor_compile(bool kill, bool unix_only, struct seccomp_program *ret)
+int seccomp_floor_compile(enum floor_action action, bool unix_only, struct seccomp_program *ret)
 {
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
 	_cleanup_close_ int fd = -1;
 	int r;
 
-	r = floor_ctx(kill, unix_only, &ctx);
+	r = floor_ctx(action, unix_only, &ctx);
 	if (r < 0)
 		return r;
 	/* libseccomp 2.5 exports to an fd only: go through a memfd and keep the bytes. */
@@ -246,12 +248,12 @@ int seccomp_floor_compile(bool kill, bool unix_only, struct seccomp_program *ret
 	return seccomp_program_read(fd, ret);
 }
 
-int seccomp_floor_export_pfc(bool kill, bool unix_only, int fd)
+int seccomp_floor_export_pfc(enum floor_action action, bool unix_only, int fd)
 {
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
 	int r;
 
-	r = floor_ctx(kill, unix_only, &ctx);
+	r = floor_ctx(action, unix_only, &ctx);
 	if (r < 0)
 		return r;
 	return seccomp_export_pfc(ctx, fd);

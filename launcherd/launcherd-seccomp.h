@@ -24,10 +24,20 @@ struct seccomp_program {
 	size_t len;
 };
 
-/* Compile the floor. kill: denials kill the process (SIGSYS) instead of failing with EPERM.
- * unix_only: the variant for network "none", which also denies every socket family but
- * AF_UNIX. */
-int seccomp_floor_compile(bool kill, bool unix_only, struct seccomp_program *ret);
+/* What the floor does with a call it refuses. */
+enum floor_action {
+	FLOOR_ACTION_ERRNO, /* fail it with EPERM */
+	FLOOR_ACTION_KILL,  /* kill the process (SIGSYS) */
+	/* SECCOMP_RET_USER_NOTIF: the sandbox's init, which holds the filter's listener, answers
+	 * EPERM and reports the call with its arguments (docs/DENIALS.md). Only for an init that
+	 * takes the listener (the light spawn): with none, the caller gets ENOSYS. */
+	FLOOR_ACTION_NOTIFY,
+	_FLOOR_ACTION_MAX,
+};
+
+/* Compile the floor. unix_only: the variant for network "unix", which also denies every
+ * socket family but AF_UNIX. */
+int seccomp_floor_compile(enum floor_action action, bool unix_only, struct seccomp_program *ret);
 
 /*
  * Read a plan's program from fd (memfd or regular file): 1..SECCOMP_PROGRAM_MAX_INSNS
@@ -45,4 +55,4 @@ int seccomp_program_load(const struct seccomp_program *p);
 void seccomp_program_done(struct seccomp_program *p);
 
 /* Write the floor as libseccomp pseudo-filter-code text to fd, for tests and `--dump-floor`. */
-int seccomp_floor_export_pfc(bool kill, bool unix_only, int fd);
+int seccomp_floor_export_pfc(enum floor_action action, bool unix_only, int fd);

@@ -57,9 +57,11 @@ struct launcherd {
 	struct floor floor;
 	struct cgroup_setup cgroup;
 	int landlock_abi;
-	/* The seccomp floor, compiled once at start (launcherd-seccomp.c): [kill][unix_only], the
-	 * latter for network "none". */
-	struct seccomp_program floors[2][2];
+	/* The seccomp floor, compiled once at start (launcherd-seccomp.c): [enum floor_action]
+	 * [unix_only], the latter for network "unix". [FLOOR_ACTION_NOTIFY] is empty (len 0) when
+	 * the kernel has no SECCOMP_RET_USER_NOTIF: the floor's refusals are then reported from
+	 * the audit record alone. */
+	struct seccomp_program floors[_FLOOR_ACTION_MAX][2];
 	/* Network and empty mount namespaces made ahead (launcherd-net.c), the last with
 	 * CAP_SYS_CHROOT (privileged mode) or in user mode; and in user mode /dev trees. */
 	struct netns_pool netns_pool;

@@ -21,6 +21,7 @@ cordon_launcherd_SOURCES = \
 	%reldir%/launcherd-mountinfo.c %reldir%/launcherd-mountinfo.h \
 	%reldir%/launcherd-audit.c %reldir%/launcherd-audit.h \
 	%reldir%/launcherd-audit-record.c %reldir%/launcherd-audit-record.h \
+	%reldir%/launcherd-denial-args.c %reldir%/launcherd-denial-args.h \
 	%reldir%/sandbox-init.h
 nodist_cordon_launcherd_SOURCES = %reldir%/sandbox-init-blob.h
 cordon_launcherd_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCAP_CFLAGS) \

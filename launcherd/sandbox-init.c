@@ -18,7 +18,10 @@
 #include <stdint.h>
 
 #include <asm/unistd.h>
+#include <linux/fcntl.h> /* the architecture's O_* */
 #include <linux/filter.h>
+#include <linux/ioctl.h>
+#include <linux/poll.h>
 #include <linux/prctl.h>
 #include <linux/seccomp.h>
 #include <linux/signal.h>
@@ -40,6 +43,11 @@
 #define EIO 5
 #define EBADF 9
 #define CLOCK_MONOTONIC 1
+#define EAGAIN 11
+#define EPERM 1
+#define FIONREAD 0x541B
+#define SFD_CLOEXEC O_CLOEXEC
+#define SFD_NONBLOCK O_NONBLOCK
 
 #define _noreturn_ __attribute__((noreturn))
 
@@ -164,6 +172,11 @@ struct siginfo_k {
 	int si_errno;
 	int si_code;
 	int pad[29];
+};
+
+struct signalfd_siginfo_k {
+	uint32_t ssi_signo;
+	uint8_t pad[124];
 };
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -302,6 +315,214 @@ static long exec_command(char **argv, char **envp)
 
 static struct sock_filter insns[INIT_MAX_INSNS];
 
+/* ---- the init's work --------------------------------------------------------------------- */
+
+/* One signal: forward it to the command, or (SIGCHLD) reap every process that ended; when the
+ * command did, report its wait status and whether we were then alone (launcherd-apply.h), and
+ * exit. */
+static void on_signal(long sig, long child, void (*before_exit)(void))
+{
+	if (sig != SIGCHLD) {
+		(void)sc2(__NR_kill, child, sig);
+		return;
+	}
+	for (;;) {
+		int status = 0;
+		long p = sc4(__NR_wait4, -1, &status, WNOHANG, 0);
+
+		if (p <= 0)
+			break;
+		if (p == child) {
+			struct apply_report rep = { .type = APPLY_REPORT_EXIT, .status = status };
+
+			trace("command-reaped");
+			do
+				p = sc4(__NR_wait4, -1, &(int){ 0 }, WNOHANG, 0);
+			while (p > 0);
+			rep.alone = p == -ECHILD;
+			if (before_exit)
+				before_exit();
+			(void)sc3(__NR_write, SANDBOX_INIT_FD_REPORT, &rep, sizeof(rep));
+			exit_now((status & 0x7f) == 0 ? (status >> 8) & 0xff
+						      : 128 + (status & 0x7f));
+		}
+	}
+}
+
+/*
+ * The floor's listener (sandbox-init.h, docs/DENIALS.md). The floor returns
+ * SECCOMP_RET_USER_NOTIF for what it refuses, and nothing else: an allowed call never comes
+ * here. Each notification is answered at once with EPERM, the errno the floor's rule gives
+ * without a listener; never with SECCOMP_USER_NOTIF_FLAG_CONTINUE, so the call is refused
+ * whatever we read, and nothing the caller changes in its memory meanwhile matters (we read
+ * only the registers the kernel copied). Then it is reported on the report pipe, within our
+ * rate limit. We are under the floor ourselves: every call made here is one it allows (ppoll,
+ * read, ioctl with SECCOMP_IOCTL_NOTIF_*, write, clock_gettime, wait4, kill), or we would wait
+ * on ourselves. Should the plan's own filter refuse one of them, the listener is closed: the
+ * floor's refusals are then ENOSYS (still refused, the kernel's answer without a listener) and
+ * reported by the audit record alone.
+ */
+static struct {
+	long fd, sfd;
+	long window_ns;
+	unsigned in_window;
+	uint32_t dropped;
+} notif = { .fd = -1, .sfd = -1 };
+
+static long now_ns(void)
+{
+	struct timespec_k ts;
+
+	if (sc2(__NR_clock_gettime, CLOCK_MONOTONIC, &ts) < 0)
+		return 0; /* one window for ever: at most the window's count, then counted */
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+/* Write a record without ever blocking (the pipe is non-blocking), and only while the pipe
+ * keeps room for the EXIT record: launcherd may be slow, never we. */
+static int report_put(const struct apply_report *rep)
+{
+	int queued = 0;
+
+	if (sc3(__NR_ioctl, SANDBOX_INIT_FD_REPORT, FIONREAD, &queued) < 0 ||
+	    queued > SANDBOX_INIT_REPORT_BACKLOG)
+		return -EAGAIN;
+	return sc3(__NR_write, SANDBOX_INIT_FD_REPORT, rep, sizeof(*rep)) == (long)sizeof(*rep)
+		       ? 0
+		       : -EAGAIN;
+}
+
+static void notif_flush_dropped(void)
+{
+	struct apply_report rep = { .type = APPLY_REPORT_DROPPED };
+
+	if (!notif.dropped)
+		return;
+	rep.dropped = notif.dropped;
+	if (report_put(&rep) == 0)
+		notif.dropped = 0;
+}
+
+static void notif_close(void)
+{
+	(void)sc1(__NR_close, notif.fd);
+	notif.fd = -1;
+}
+
+/* The caller's command name from the sandbox's own /proc (its pid namespace is ours), for the
+ * report; nothing when there is no /proc, or the plan's Landlock does not let us read it. */
+static void read_comm(uint32_t pid, char *buf, size_t size)
+{
+	char path[32] = "/proc/", digits[12];
+	size_t n = 6, d = 0;
+	long fd, r;
+
+	do
+		digits[d++] = (char)('0' + pid % 10);
+	while ((pid /= 10) && d < sizeof(digits));
+	while (d)
+		path[n++] = digits[--d];
+	memcpy(path + n, "/comm", 6);
+	fd = sc4(__NR_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return;
+	r = sc3(__NR_read, fd, buf, size - 1);
+	(void)sc1(__NR_close, fd);
+	if (r <= 0)
+		return;
+	if (buf[r - 1] == '\n')
+		r--;
+	memset(buf + r, 0, size - (size_t)r);
+}
+
+static void notif_handle(void)
+{
+	struct seccomp_notif req;
+	struct seccomp_notif_resp resp;
+	struct apply_report rep = { .type = APPLY_REPORT_DENIAL };
+	long r, now;
+
+	memset(&req, 0, sizeof(req)); /* the kernel wants it zeroed */
+	r = sc3(__NR_ioctl, notif.fd, SECCOMP_IOCTL_NOTIF_RECV, &req);
+	if (r == -EINTR || r == -ENOENT)
+		return; /* the caller went away (a fatal signal) before we read it */
+	if (r < 0) {
+		notif_close();
+		return;
+	}
+	resp = (struct seccomp_notif_resp){ .id = req.id, .error = -EPERM };
+	r = sc3(__NR_ioctl, notif.fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	if (r < 0 && r != -ENOENT) {
+		notif_close();
+		return;
+	}
+
+	now = now_ns();
+	if (now - notif.window_ns >= 1000000000L || notif.window_ns == 0) {
+		notif.window_ns = now ? now : 1;
+		notif.in_window = 0;
+	}
+	if (notif.in_window >= SANDBOX_INIT_DENIALS_PER_SEC) {
+		notif.dropped++;
+		return;
+	}
+	notif.in_window++;
+	rep.dropped = notif.dropped;
+	rep.nr = req.data.nr;
+	rep.arch = req.data.arch;
+	rep.pid = req.pid;
+	for (int i = 0; i < 6; i++)
+		rep.args[i] = req.data.args[i];
+	read_comm(req.pid, rep.comm, sizeof(rep.comm));
+	if (report_put(&rep) == 0)
+		notif.dropped = 0;
+	else
+		notif.dropped++;
+}
+
+/* The init's loop with a listener: signals through a signalfd, notifications, and the end of a
+ * rate window with refusals left to count. Returns when the listener had to be closed. */
+static void notif_loop(long child)
+{
+	long sfd = notif.sfd;
+
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = (int)sfd, .events = POLLIN },
+					 { .fd = (int)notif.fd, .events = POLLIN } };
+		struct timespec_k left, *timeout = 0;
+		long r;
+
+		if (notif.dropped) {
+			long end = notif.window_ns + 1000000000L - now_ns();
+
+			left.tv_sec = end > 0 ? end / 1000000000L : 0;
+			left.tv_nsec = end > 0 ? end % 1000000000L : 0;
+			timeout = &left;
+		}
+		r = sc5(__NR_ppoll, pfd, 2, timeout, 0, 8);
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			return;
+		if (r == 0) {
+			notif_flush_dropped();
+			continue;
+		}
+		if (pfd[1].revents & POLLIN)
+			notif_handle();
+		else if (pfd[1].revents)
+			notif_close(); /* POLLHUP, POLLERR: nothing more will come */
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo_k si;
+
+			while (sc3(__NR_read, sfd, &si, sizeof(si)) == (long)sizeof(si))
+				on_signal(si.ssi_signo, child, notif_flush_dropped);
+		}
+		if (notif.fd < 0)
+			return;
+	}
+}
+
 /* ---- main ------------------------------------------------------------------------------- */
 
 _noreturn_ void init_main(long *sp);
@@ -344,15 +565,29 @@ _noreturn_ void init_main(long *sp)
 	}
 	trace("landlock");
 
-	/* seccomp: the floor, then the plan's filter, which can only add denials. */
+	/* The floor's listener, when launcherd asks for it: the signalfd our loop waits on too,
+	 * made before the filters (close-on-exec; the command never holds it). */
+	if (cfg.floor_flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) {
+		notif.sfd = sc4(__NR_signalfd4, -1, &all, sizeof(all), SFD_CLOEXEC | SFD_NONBLOCK);
+		if (notif.sfd < 0)
+			cfg.floor_flags &= ~(uint32_t)SECCOMP_FILTER_FLAG_NEW_LISTENER;
+	}
+
+	/* seccomp: the floor, then the plan's filter, which can only add denials. The floor's
+	 * listener (a notifying floor, launcherd-seccomp.h) is ours alone: close-on-exec from the
+	 * kernel, and neither ptrace nor /proc/1/fd reach it (we are never dumpable), for
+	 * whoever held it could let refused calls through. A notifying floor without its listener
+	 * would answer ENOSYS: the set-up fails rather. */
 	{
 		struct sock_fprog floor = { .len = (unsigned short)cfg.n_floor, .filter = insns };
 		struct sock_fprog plan = { .len = (unsigned short)cfg.n_plan,
 					   .filter = insns + cfg.n_floor };
 
-		r = sc3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, cfg.seccomp_flags, &floor);
+		r = sc3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, cfg.floor_flags, &floor);
 		if (r < 0)
 			fail(STEP_SECCOMP, r, -1);
+		if (cfg.floor_flags & SECCOMP_FILTER_FLAG_NEW_LISTENER)
+			notif.fd = r;
 		if (cfg.n_plan &&
 		    (r = sc3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, cfg.seccomp_flags, &plan)) < 0)
 			fail(STEP_SECCOMP, r, 0);
@@ -385,35 +620,17 @@ _noreturn_ void init_main(long *sp)
 
 	/* The init: forward every signal a supervisor sends (launcherd's kill requests, SIGKILL
 	 * aside, reach pid 1), reap every process that ends up ours, and when the command ends,
-	 * report its wait status and whether we were then alone (launcherd-apply.h). */
+	 * report its wait status and whether we were then alone (launcherd-apply.h). With the
+	 * floor's listener, answer its notifications too, until it has to be closed. */
+	if (notif.fd >= 0)
+		notif_loop(child);
+	if (notif.fd >= 0)
+		notif_close();
 	for (;;) {
 		struct siginfo_k si;
 		long sig = sc4(__NR_rt_sigtimedwait, &all, &si, 0, sizeof(all));
 
-		if (sig < 0)
-			continue;
-		if (sig != SIGCHLD) {
-			(void)sc2(__NR_kill, child, sig);
-			continue;
-		}
-		for (;;) {
-			int status = 0;
-			long p = sc4(__NR_wait4, -1, &status, WNOHANG, 0);
-
-			if (p <= 0)
-				break;
-			if (p == child) {
-				struct apply_report rep = { .status = status };
-
-				trace("command-reaped");
-				do
-					p = sc4(__NR_wait4, -1, &(int){ 0 }, WNOHANG, 0);
-				while (p > 0);
-				rep.alone = p == -ECHILD;
-				(void)sc3(__NR_write, SANDBOX_INIT_FD_REPORT, &rep, sizeof(rep));
-				exit_now((status & 0x7f) == 0 ? (status >> 8) & 0xff
-							      : 128 + (status & 0x7f));
-			}
-		}
+		if (sig >= 0)
+			on_signal(sig, child, notif_flush_dropped);
 	}
 }

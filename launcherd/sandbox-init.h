@@ -34,6 +34,10 @@ struct sandbox_init_config {
 	uint16_t landlock_flags;
 	uint16_t seccomp_flags;
 	char id[24]; /* the sandbox id, NUL-terminated, for trace lines */
+	/* seccomp() flags for the floor alone. With SECCOMP_FILTER_FLAG_NEW_LISTENER the floor's
+	 * refusals are SECCOMP_RET_USER_NOTIF (launcherd-seccomp.h): the init holds the listener,
+	 * answers each with EPERM and reports it on fd 4 (struct apply_report, DENIAL). */
+	uint32_t floor_flags;
 };
 
 /* Set-up steps, in the order they run; names are API (docs/PROTOCOL.md §1.2, error "step"). */
@@ -73,14 +77,40 @@ struct apply_status {
 };
 
 /*
- * What the sandbox's init writes to the report pipe once the command has ended: its raw wait
- * status, and whether the init was then alone in the pid namespace (no other process left, so
- * nothing of the sandbox can run any more and launcherd may report the exit before the init
- * itself is gone).
+ * What the sandbox's init writes to the report pipe (fixed-size records, each written whole:
+ * below PIPE_BUF, so never interleaved nor split). Once the command has ended, an EXIT record:
+ * its raw wait status, and whether the init was then alone in the pid namespace (no other
+ * process left, so nothing of the sandbox can run any more and launcherd may report the exit
+ * before the init itself is gone). Before it, a light spawn's init may write DENIAL records,
+ * at most SANDBOX_INIT_DENIALS_PER_SEC a second, never while more than
+ * SANDBOX_INIT_REPORT_BACKLOG bytes wait in the pipe (the EXIT record must always fit); what
+ * it did not report it counts, in the next DENIAL or in a DROPPED record at the end of its
+ * one-second window (or before EXIT). launcherd's own limit (launcherd-audit.h) is lower.
  */
+#define SANDBOX_INIT_DENIALS_PER_SEC 100
+#define SANDBOX_INIT_REPORT_BACKLOG 16384
+enum apply_report_type {
+	APPLY_REPORT_EXIT,    /* status, alone: the last record */
+	APPLY_REPORT_DENIAL,  /* a refusal of the floor's (sandbox-init.c only): what follows */
+	APPLY_REPORT_DROPPED, /* dropped alone: refusals the init did not report */
+};
+
 struct apply_report {
+	uint32_t type; /* enum apply_report_type */
 	int32_t status;
 	int32_t alone;
+	/* DENIAL, DROPPED: refusals the init did not report before this one (its own limit);
+	 * DENIAL: the refused call as the kernel handed it to the listener (struct seccomp_data), and the
+	 * caller's pid in the sandbox's pid namespace. Written by the sandbox's init, which runs
+	 * as the requester: launcherd checks every field before use. */
+	uint32_t dropped;
+	int32_t nr;
+	uint32_t arch;
+	uint32_t pid;
+	uint32_t pad;
+	uint64_t args[6];
+	/* DENIAL: the caller's /proc/PID/comm as the init read it (best effort), NUL-padded */
+	char comm[16];
 };
 
 /* Exit code of a child whose set-up failed (the status pipe says why). */

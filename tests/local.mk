@@ -74,6 +74,14 @@ tests_unit_test_launcherd_audit_SOURCES = %reldir%/unit/test-launcherd-audit.c \
 tests_unit_test_launcherd_audit_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_launcherd_audit_CFLAGS = $(TEST_UNIT_CFLAGS)
 
+## The named arguments of the floor's refusals (launcherd/launcherd-denial-args.c).
+check_PROGRAMS += tests/unit/test-launcherd-denial-args
+TESTS += tests/unit/test-launcherd-denial-args
+tests_unit_test_launcherd_denial_args_SOURCES = %reldir%/unit/test-launcherd-denial-args.c \
+	launcherd/launcherd-denial-args.c launcherd/launcherd-denial-args.h
+tests_unit_test_launcherd_denial_args_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_launcherd_denial_args_CFLAGS = $(TEST_UNIT_CFLAGS)
+
 ## Fuzz targets: each defines LLVMFuzzerTestOneInput. In make check, fuzz-main.c replays the
 ## corpus under tests/fuzz/corpus/<target>/ as TAP; with --enable-fuzzing, libFuzzer campaigns
 ## (make fuzz-campaigns). The policy, proxy-request and backend-descriptor targets are built by

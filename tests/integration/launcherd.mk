@@ -27,6 +27,7 @@ launcherd_integration_tests = \
 	tests/integration/denials.sh \
 	tests/integration/denials-summary.sh \
 	tests/integration/denials-scope.sh \
+	tests/integration/denials-args.sh \
 	tests/integration/launcherd-trail.sh
 TESTS += $(launcherd_integration_tests)
 EXTRA_DIST += $(launcherd_integration_tests) tests/integration/launcherd-lib.sh \

@@ -1,0 +1,158 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The arguments of the floor's refusals (docs/DENIALS.md): launcherd's floor answers what it
+# refuses through the sandbox's init (SECCOMP_RET_USER_NOTIF, always EPERM), which reports the
+# call with its arguments; a "denial" names the socket family, the namespace flag, and the
+# filter that refused ("floor", or "policy" from the audit record). The program sees the same
+# errno as without; allowed calls and the command's exit are unaffected; a burst is
+# rate-limited; the listener is out of the command's reach. Then `cordon run`'s summary and
+# `cordon policy suggest` name the argument and the deciding rule. Through a privileged
+# launcherd with the kernel's audit turned on for the test (restored at exit), taking turns on
+# it with the other denial tests.
+. "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
+ld_require_root
+DP="python3 $S/tests/integration/denials.py"
+command -v python3 >/dev/null 2>&1 || skip_all "no python3"
+command -v jq >/dev/null 2>&1 || skip_all "no jq"
+# The kernel's audit is the whole host's: the tests that turn it on and off take turns (make
+# check runs tests in parallel). A process of its own holds the lock, so that nothing this test
+# starts inherits it.
+(exec 9>>/tmp/cordon-test-audit.lock && flock 9 && : >"$T/audit-locked" && exec sleep 3600) &
+audit_lock=$!
+trap 'kill $audit_lock 2>/dev/null; ld_cleanup' EXIT
+while [ ! -e "$T/audit-locked" ]; do sleep 0.1; done
+audit_was=$($DP --audit 2>/dev/null) || skip_all "the kernel has no audit (CONFIG_AUDIT)"
+trap '$DP --audit ${audit_was% *} >/dev/null 2>&1; kill $audit_lock 2>/dev/null; da_cleanup_controllers; ld_cleanup' EXIT
+da_cleanup_controllers() {
+	for lock in "$T"/xdg-*/run/cordon/controller.sock.lock; do
+		[ -s "$lock" ] || continue
+		pid=$(head -n1 "$lock")
+		kill "$pid" 2>/dev/null
+	done
+}
+$DP --audit 1 8192 >/dev/null || skip_all "cannot turn the kernel's audit on"
+grep -qw user_notif /proc/sys/kernel/seccomp/actions_avail 2>/dev/null ||
+	skip_all "no SECCOMP_RET_USER_NOTIF in this kernel"
+ld_start
+hello=$("$LP" --socket "$T/ld.sock" --hello 2>&1)
+[ "$(echo "$hello" | jq -r .denials.reader 2>/dev/null)" = true ] ||
+	skip_all "launcherd reads no denials ($(echo "$hello" | jq -c .denials 2>/dev/null))"
+plan 24
+
+# da_plan FILE NETWORK COMMAND: a sandbox with the floor alone (no filter of the plan's).
+da_plan() {
+	jq -n --arg net "$2" --arg cmd "$3" '{argv: ["/bin/sh", "-c", $cmd],
+	 envp: ["PATH=/usr/bin:/bin", "HOME=/tmp"], cwd: "/",
+	 stdio: {stdin: 0, stdout: 1, stderr: 2},
+	 mounts: [{type: "bind", source: 3, target: "/usr"},
+	  {type: "symlink", target: "/bin", link: "usr/bin"},
+	  {type: "symlink", target: "/lib", link: "usr/lib"},
+	  {type: "symlink", target: "/lib64", link: "usr/lib64"},
+	  {type: "tmpfs", target: "/tmp"}, {type: "proc", target: "/proc"},
+	  {type: "dev", target: "/dev"}],
+	 network: $net, dieWithRequester: true}' >"$1"
+}
+# da_run OUT NETWORK COMMAND [LINGER]: OUT gets the denials, then the exit, a JSON line each.
+da_run() {
+	da_plan "$T/da-$$.json" "$2" "$3"
+	$DP "$T/ld.sock" "$T/da-$$.json" --fd 3=/usr --linger "${4:-0.5}" >"$1" 2>>"$T/client.log"
+}
+denials() { grep -c '"type": "denial"' "$1"; }
+one() { [ "$(denials "$1")" = 1 ] && grep '"type": "denial"' "$1" | jq -e "$2" >/dev/null; }
+show() { tr '\n' ' ' <"$1" | cut -c1-400; }
+jqe() { jq -e "$@" >/dev/null; }
+# py CODE: a python3 one-liner printing what it saw, for the sandbox's shell
+errno_of() { printf "python3 -c 'import socket\ntry:\n  socket.socket(%s)\n  print(\"errno 0\")\nexcept OSError as e:\n  print(\"errno\", e.errno)'" "$1"; }
+
+da_run "$T/nl.out" none "$(errno_of 'socket.AF_NETLINK, socket.SOCK_RAW, 9')"
+check "network none, a netlink socket but NETLINK_ROUTE: one denial naming the family, the protocol and the floor ($(show "$T/nl.out"))" \
+	one "$T/nl.out" '.layer == "seccomp" and .syscall == "socket" and .filter == "floor" and .family == "AF_NETLINK" and .protocol == 9 and .socketType == "SOCK_RAW" and .action == "errno"'
+check "  the program saw EPERM, as without the listener" grep -q '^errno 1$' "$T/nl.out"
+check "  and the command name, the sandbox's pid" \
+	one "$T/nl.out" '.comm == "python3" and (.sandboxPid | type) == "number" and .sandboxPid > 1'
+check "  no second report of it (the floor's refusals are not logged too)" \
+	test "$(grep -c '"syscall": "socket"' "$T/nl.out")" = 1
+
+da_run "$T/unix.out" unix "$(errno_of 'socket.AF_NETLINK, socket.SOCK_DGRAM, 0')"
+check "network unix, any netlink socket: family AF_NETLINK, the floor ($(show "$T/unix.out"))" \
+	one "$T/unix.out" '.syscall == "socket" and .filter == "floor" and .family == "AF_NETLINK" and .protocol == 0'
+check "  EPERM" grep -q '^errno 1$' "$T/unix.out"
+
+da_run "$T/unshare.out" none "unshare -U true; echo rc \$?; unshare -U true 2>&1 | tail -n 1"
+check "unshare -U: flags CLONE_NEWUSER, the floor, comm unshare ($(show "$T/unshare.out"))" \
+	sh -c "[ \"\$(grep -c '\"type\": \"denial\"' '$T/unshare.out')\" = 2 ] && grep '\"type\": \"denial\"' '$T/unshare.out' | head -n 1 | jq -e '.syscall == \"unshare\" and .flags == [\"CLONE_NEWUSER\"] and .filter == \"floor\" and .comm == \"unshare\"' >/dev/null"
+check "  the command failed as before: EPERM (Operation not permitted), exit 1" \
+	sh -c "grep -q '^rc 1$' '$T/unshare.out' && grep -q 'Operation not permitted' '$T/unshare.out'"
+
+da_run "$T/packet.out" none "$(errno_of 'socket.AF_PACKET, socket.SOCK_RAW')"
+check "AF_PACKET: family named, EPERM ($(show "$T/packet.out"))" \
+	sh -c "grep -q '^errno 1$' '$T/packet.out' && grep '\"type\": \"denial\"' '$T/packet.out' | jq -e '.family == \"AF_PACKET\" and .socketType == \"SOCK_RAW\"' >/dev/null"
+
+da_run "$T/allowed.out" none "$(errno_of 'socket.AF_UNIX, socket.SOCK_STREAM'); $(errno_of 'socket.AF_NETLINK, socket.SOCK_RAW, 0'); python3 -c 'import threading; t = threading.Thread(target=print); t.start(); t.join()'; exit 7"
+check "allowed calls (AF_UNIX, NETLINK_ROUTE, a thread): no denial, their results, the exit code ($(show "$T/allowed.out"))" \
+	sh -c "[ \"\$(grep -c '\"type\": \"denial\"' '$T/allowed.out')\" = 0 ] && [ \"\$(grep -c '^errno 0$' '$T/allowed.out')\" = 2 ] && grep '\"type\": \"exit\"' '$T/allowed.out' | jq -e '.exitCode == 7' >/dev/null"
+
+# The listener is the init's alone: whoever held it could let refused calls through. Not by
+# pidfd_getfd() nor /proc/1/fd (the init is never dumpable), whatever the fd's number.
+cat >"$T/reach.py" <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+pidfd = libc.syscall(434, 1, 0)  # pidfd_open(1)
+got = [fd for fd in range(3, 16) if libc.syscall(438, pidfd, fd, 0) >= 0]  # pidfd_getfd
+opened = []
+for fd in range(3, 16):
+    try:
+        os.close(os.open("/proc/1/fd/%d" % fd, os.O_RDONLY))
+        opened.append(fd)
+    except OSError:
+        pass
+print("pidfd", pidfd >= 0, "got", got, "opened", opened)
+PY
+mkdir -p "$T/py" && cp "$T/reach.py" "$T/py/" && chmod 0755 "$T/py" && chmod 0644 "$T/py/reach.py"
+# da_run_py OUT SCRIPT: da_run with $T/py mounted at /py
+da_run_py() {
+	da_plan "$T/py-$$.json" none "python3 /py/$2"
+	jq '.mounts += [{type: "bind", source: 4, target: "/py"}]' "$T/py-$$.json" >"$T/py2-$$.json"
+	$DP "$T/ld.sock" "$T/py2-$$.json" --fd 3=/usr --fd 4="$T/py" --linger 0.3 >"$1" 2>>"$T/client.log"
+}
+da_run_py "$T/reach.out" reach.py
+check "the command cannot take the init's listener (pidfd_getfd, /proc/1/fd/N) ($(show "$T/reach.out"))" \
+	grep -q '^pidfd True got \[\] opened \[\]$' "$T/reach.out"
+
+# A program that wants a listener of its own: the kernel allows one per filter chain (EBUSY).
+cat >"$T/listener.py" <<'PY'
+import ctypes, struct
+libc = ctypes.CDLL(None, use_errno=True)
+allow = struct.pack("=HBBI", 0x06, 0, 0, 0x7fff0000)  # BPF_RET|BPF_K, SECCOMP_RET_ALLOW
+buf = ctypes.create_string_buffer(allow)
+prog = struct.pack("=HxxxxxxQ", 1, ctypes.addressof(buf))
+pbuf = ctypes.create_string_buffer(prog)
+r = libc.syscall(317, 1, 8, pbuf)  # seccomp(SET_MODE_FILTER, FLAG_NEW_LISTENER)
+print("listener", r if r < 0 else 0, ctypes.get_errno() if r < 0 else 0)
+PY
+cp "$T/listener.py" "$T/py/" && chmod 0644 "$T/py/listener.py"
+da_run_py "$T/lst.out" listener.py
+check "a listener of the command's own: EBUSY, the kernel's one per filter chain (a limit) ($(show "$T/lst.out"))" \
+	grep -q '^listener -1 16$' "$T/lst.out"
+
+# A burst: the init reports at most 100 a second, launcherd sends 10; every one is counted.
+da_run "$T/burst.out" none "python3 -c '
+import socket
+for i in range(50):
+  try: socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+  except OSError: pass'" 1.6
+n=$(jq -r 'select(.type == "denial" and .layer) | .sandbox' "$T/burst.out" | wc -l)
+sup=$(jq -r 'select(.type == "denial" and .suppressed) | .suppressed' "$T/burst.out" | awk '{ s += $1 } END { print s + 0 }')
+check "a burst of 50 refusals is rate-limited: $n reported, $sup counted" test "$n" -le 10 -a "$n" -ge 1
+check "  and every one is accounted for ($n + $sup = 50)" test $((n + sup)) = 50
+da_run "$T/flood.out" none "python3 -c '
+import socket
+for i in range(300):
+  try: socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+  except OSError: pass'" 2.2
+n=$(jq -r 'select(.type == "denial" and .layer) | .sandbox' "$T/flood.out" | wc -l)
+sup=$(jq -r 'select(.type == "denial" and .suppressed) | .suppressed' "$T/flood.out" | awk '{ s += $1 } END { print s + 0 }')
+check "a flood of 300 (above the init's own limit): $n reported, every one counted ($n + $sup = 300)" \
+	test "$n" -le 10 -a $((n + sup)) = 300
+check "  the command's exit is still reported by its init ($(grep -o '"exitCode": [0-9]*' "$T/flood.out"))" \
+	grep -q '"exitCode": 0' "$T/flood.out"
