@@ -272,11 +272,14 @@ void ctl_launcher_set_denial_handler(struct ctl_launcher *l, ctl_launcher_denial
  * type and bounded; NULL when the message does not check. */
 static json_t *denial_copy(json_t *m)
 {
-	static const char *const strs[] = { "layer",   "kind",	 "path", "address",
-					    "syscall", "action", "comm", "exe" };
-	static const char *const ints[] = { "port", "syscallNr", "pid", "timeMs", "suppressed" };
+	static const char *const strs[] = { "layer",	  "kind",    "path",   "address", "syscall",
+					    "action",	  "comm",    "exe",    "filter",  "family",
+					    "socketType", "request", "persona" };
+	static const char *const ints[] = { "port",	  "syscallNr",	"pid",	   "timeMs",
+					    "suppressed", "sandboxPid", "protocol" };
 	_cleanup_json_ json_t *d = json_object();
 	json_t *sb = json_object_get(m, "sandbox"), *access = json_object_get(m, "access"), *v;
+	json_t *flags = json_object_get(m, "flags");
 	size_t i;
 
 	if (!d || !json_is_string(sb) || json_string_length(sb) == 0 ||
@@ -307,6 +310,18 @@ static json_t *denial_copy(json_t *m)
 				return NULL;
 		}
 		if (json_object_set(d, "access", access) < 0)
+			return NULL;
+	}
+	/* The floor's refusals: the namespace flags of clone() and unshare(), a few names. */
+	if (flags) {
+		if (!json_is_array(flags) || json_array_size(flags) > 16)
+			return NULL;
+		for (i = 0; i < json_array_size(flags); i++) {
+			v = json_array_get(flags, i);
+			if (!json_is_string(v) || json_string_length(v) > 32)
+				return NULL;
+		}
+		if (json_object_set(d, "flags", flags) < 0)
 			return NULL;
 	}
 	if (!json_object_get(d, "layer") && !json_object_get(d, "suppressed"))

@@ -611,8 +611,7 @@ static char *denial_rule(struct cli *cli, json_t *params, json_t **normalized, j
 			json_string_value(json_object_get(json_object_get(pol, "network"), "mode"))
 				?: "?");
 	if (streq_ptr(kind, "syscall"))
-		return strdup(policy_syscall_decider(
-			pol, json_string_value(json_object_get(ev, "syscall"))));
+		return strdup(policy_denial_decider(pol, ev));
 	return NULL;
 }
 
@@ -626,7 +625,7 @@ static char *denial_what(json_t *ev)
 	json_t *v;
 
 	if (streq_ptr(kind, "syscall"))
-		return strdup(json_string_value(json_object_get(ev, "syscall")) ?: "a system call");
+		return policy_denial_syscall_what(ev);
 	json_array_foreach(acc, i, v) {
 		char *n = strdup_printf("%s%s%s", a ? a : "", a ? "," : "",
 					json_string_value(v) ?: "?");

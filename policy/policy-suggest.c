@@ -205,13 +205,40 @@ static int suggest_syscall(json_t *patch, json_t *policy, json_t *d, struct item
 	json_t *sc = json_object_get(policy, "syscalls");
 	const char *name = json_string_value(json_object_get(d, "syscall"));
 	const char *pname = json_string_value(json_object_get(sc, "profile"));
+	const char *filter = json_string_value(json_object_get(d, "filter"));
 	enum policy_syscall_profile profile = streq_ptr(pname, "strict") ? POLICY_SYSCALLS_STRICT
 									 : POLICY_SYSCALLS_DEFAULT;
+	/* The denial says which filter refused (docs/DENIALS.md) when launcherd could tell. */
+	bool by_floor = streq_ptr(filter, "floor"), by_policy = streq_ptr(filter, "policy");
 	int r;
 
 	if (!name)
 		it->none = strdup("the system call is not named");
-	else if (json_strv_has(json_object_get(sc, "deny"), name))
+	else if (by_floor && !(streq(name, "socket") &&
+			       streq_ptr(json_string_value(json_object_get(
+						 json_object_get(policy, "network"), "mode")),
+					 "unix"))) {
+		_cleanup_free_ char *what = policy_denial_syscall_what(d);
+
+		it->none = strdup_printf("launcherd's floor refused %s: no policy lifts it",
+					 what ?: name);
+	} else if (by_policy && !json_strv_has(json_object_get(sc, "deny"), name) &&
+		   policy_syscall_profile_has(profile, name)) {
+		/* The policy's filter refused it, whatever the floor would have said: lifting
+		 * the profile's refusal is the change; the floor still refuses what it
+		 * refuses. */
+		r = patch_put(patch, "syscalls", "allow", json_string(name), true);
+		if (r < 0)
+			return r;
+		it->change = strdup_printf(
+			"syscalls.allow += \"%s\" (the \"%s\" profile refuses it%s)", name,
+			profile == POLICY_SYSCALLS_STRICT ? "strict" : "default",
+			in_list(floor_by_argument, name) || streq(name, "socket") ||
+					streq(name, "personality")
+				? "; launcherd's floor still refuses it with the arguments it "
+				  "restricts (a namespace flag, a socket family, a terminal ioctl)"
+				: "");
+	} else if (json_strv_has(json_object_get(sc, "deny"), name))
 		it->change = strdup_printf("remove \"%s\" from syscalls.deny (a patch only adds: "
 					   "edit the policy)",
 					   name);
@@ -279,7 +306,68 @@ const char *policy_syscall_decider(json_t *policy, const char *name)
 	return "launcherd's floor";
 }
 
-/* The refusal in a few words: "write-file /usr/x", "connect-tcp 127.0.0.1:9", "unshare". */
+char *policy_denial_syscall_what(json_t *d)
+{
+	const char *name = json_string_value(json_object_get(d, "syscall"));
+	const char *family = json_string_value(json_object_get(d, "family"));
+	const char *request = json_string_value(json_object_get(d, "request"));
+	const char *persona = json_string_value(json_object_get(d, "persona"));
+	json_t *flags = json_object_get(d, "flags"), *proto = json_object_get(d, "protocol"), *v;
+	_cleanup_free_ char *f = NULL;
+	size_t i;
+
+	if (!name)
+		return strdup("a system call");
+	if (family && streq(family, "AF_NETLINK") && json_is_integer(proto))
+		return strdup_printf("%s AF_NETLINK protocol %lld", name,
+				     (long long)json_integer_value(proto));
+	if (family)
+		return strdup_printf("%s %s", name, family);
+	if (request)
+		return strdup_printf("%s %s", name, request);
+	if (persona)
+		return strdup_printf("%s %s", name, persona);
+	json_array_foreach(flags, i, v) {
+		char *n =
+			strdup_printf("%s%s%s", f ?: "", f ? "|" : "", json_string_value(v) ?: "?");
+
+		if (!n)
+			return NULL;
+		free(f);
+		f = n;
+	}
+	return f ? strdup_printf("%s %s", name, f) : strdup(name);
+}
+
+const char *policy_denial_decider(json_t *policy, json_t *d)
+{
+	const char *name = json_string_value(json_object_get(d, "syscall"));
+	const char *filter = json_string_value(json_object_get(d, "filter"));
+	const char *family = json_string_value(json_object_get(d, "family"));
+	const char *mode =
+		json_string_value(json_object_get(json_object_get(policy, "network"), "mode"));
+	json_t *sc = json_object_get(policy, "syscalls");
+	bool strict = streq_ptr(json_string_value(json_object_get(sc, "profile")), "strict");
+
+	if (streq_ptr(filter, "floor")) {
+		/* Network "unix": the floor's variant that allows no socket but AF_UNIX. */
+		if (name && (streq(name, "socket") || streq(name, "socketpair")) &&
+		    streq_ptr(mode, "unix") && !streq_ptr(family, "AF_UNIX"))
+			return "network.mode unix";
+		return "launcherd's floor";
+	}
+	if (streq_ptr(filter, "policy") && name) {
+		if (json_strv_has(json_object_get(sc, "deny"), name))
+			return "syscalls.deny";
+		if (policy_syscall_profile_has(
+			    strict ? POLICY_SYSCALLS_STRICT : POLICY_SYSCALLS_DEFAULT, name))
+			return strict ? "syscalls.profile strict" : "syscalls.profile default";
+	}
+	return policy_syscall_decider(policy, name);
+}
+
+/* The refusal in a few words: "write-file /usr/x", "connect-tcp 127.0.0.1:9", "unshare",
+ * "socket AF_PACKET". */
 static char *what_of(json_t *d)
 {
 	const char *kind = json_string_value(json_object_get(d, "kind"));
@@ -287,7 +375,7 @@ static char *what_of(json_t *d)
 	const char *a = json_string_value(json_array_get(acc, 0));
 
 	if (streq_ptr(kind, "syscall"))
-		return strdup(json_string_value(json_object_get(d, "syscall")) ?: "?");
+		return policy_denial_syscall_what(d);
 	if (streq_ptr(kind, "fs"))
 		return strdup_printf("%s%s %s", a ?: "?", json_array_size(acc) > 1 ? ",…" : "",
 				     json_string_value(json_object_get(d, "path")) ?: "?");

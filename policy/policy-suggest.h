@@ -26,3 +26,15 @@ int policy_suggest(json_t *policy, json_t *denials, json_t **ret);
  * does not say which). A static string.
  */
 const char *policy_syscall_decider(json_t *policy, const char *name);
+
+/*
+ * The same for one denial event, by what it says of itself: its "filter" ("floor": launcherd's
+ * floor, or "network.mode unix" for a socket family that mode alone refuses; "policy": the
+ * policy's deny list or profile), else as policy_syscall_decider() guesses from the name.
+ */
+const char *policy_denial_decider(json_t *policy, json_t *d);
+
+/* A system call denial in a few words, with the arguments that decided it when the event has
+ * them: "unshare CLONE_NEWUSER", "socket AF_PACKET", "socket AF_NETLINK protocol 9",
+ * "ioctl TIOCSTI", "mount". NULL: out of memory. */
+char *policy_denial_syscall_what(json_t *d);

@@ -37,7 +37,7 @@ ld_start
 hello=$("$LP" --socket "$T/ld.sock" --hello 2>&1)
 [ "$(echo "$hello" | jq -r .denials.reader 2>/dev/null)" = true ] ||
 	skip_all "launcherd reads no denials ($(echo "$hello" | jq -c .denials 2>/dev/null))"
-plan 24
+plan 23
 
 # da_plan FILE NETWORK COMMAND: a sandbox with the floor alone (no filter of the plan's).
 da_plan() {
@@ -156,3 +156,53 @@ check "a flood of 300 (above the init's own limit): $n reported, every one count
 	test "$n" -le 10 -a $((n + sup)) = 300
 check "  the command's exit is still reported by its init ($(grep -o '"exitCode": [0-9]*' "$T/flood.out"))" \
 	grep -q '"exitCode": 0' "$T/flood.out"
+
+# Through cordon: the summary after a failed command, and `cordon policy suggest`.
+Babs=$(cd "$B" && pwd)
+CORDON="$Babs/cordon"
+cli() { # cli USER COMMAND...: cordon as USER with a controller of its own on this launcherd
+	d="$T/xdg-$1"
+	mkdir -p "$d/run" "$d/state" "$d/ws"
+	chown -R "$1" "$d" && chmod 0700 "$d/run"
+	u=$1
+	shift
+	setpriv --reuid="$u" --regid="$u" --clear-groups --reset-env -- env -C "$d/ws" \
+		PATH=/usr/bin:/bin HOME="$d" XDG_RUNTIME_DIR="$d/run" XDG_STATE_HOME="$d/state" \
+		CORDON_CONTROLLER="$Babs/cordon-controller" CORDON_LAUNCHERD="$Babs/cordon-launcherd" \
+		CORDON_LAUNCHERD_SOCKET="$T/ld.sock" "$CORDON" "$@"
+}
+# summary FILE: the summary's refusal lines
+summary() { sed -n '/^cordon: [0-9]* refusals\{0,1\} in the sandbox/,$p' "$1" | grep '^  '; }
+
+echo '{"version": 1, "syscalls": {"allow": ["unshare"]}}' >"$T/allow-unshare.json"
+chmod 0644 "$T/allow-unshare.json"
+cli root run -T --policy "$T/allow-unshare.json" -- sh -c 'unshare -U true; exit 3' >/dev/null 2>"$T/s-floor.err"
+check "summary: unshare with the profile's refusal lifted names the flag and the floor ($(summary "$T/s-floor.err"))" \
+	test "$(summary "$T/s-floor.err")" = "  unshare CLONE_NEWUSER (launcherd's floor)"
+cli root run -T -- sh -c 'unshare -U true; exit 3' >/dev/null 2>"$T/s-policy.err"
+check "summary: unshare under the default profile names the policy's rule, which refused it first ($(summary "$T/s-policy.err"))" \
+	test "$(summary "$T/s-policy.err")" = "  unshare (syscalls.profile default)"
+cli root run -T -- python3 -c 'import ctypes; libc = ctypes.CDLL(None, use_errno=True); libc.syscall(103, 10, 0, 0); exit(ctypes.get_errno())' >/dev/null 2>"$T/s-syslog.err"
+rc=$?
+check "summary: a call only the profile refuses (syslog) names the profile; the program saw EPERM ($rc: $(summary "$T/s-syslog.err"))" \
+	test "$rc/$(summary "$T/s-syslog.err")" = "1/  syslog (syscalls.profile default)"
+cli root run -T --net unix -- python3 -c 'import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM)' >/dev/null 2>"$T/s-unix.err"
+check "summary: a netlink socket under network unix names the family and network.mode ($(summary "$T/s-unix.err"))" \
+	test "$(summary "$T/s-unix.err")" = "  socket AF_NETLINK protocol 0 (network.mode unix)"
+
+sleep 0.3
+cli root events --denials >"$T/ev.json" 2>&1
+pid_of() { jq -r "select($1) | .processId" "$T/ev.json" | head -n1; }
+p_floor=$(pid_of '.syscall == "unshare" and .filter == "floor"')
+p_policy=$(pid_of '.syscall == "unshare" and .filter == "policy"')
+check "events: the floor's unshare carries its flags and filter through the controller ($(jq -c 'select(.filter == "floor") | [.syscall, .flags, .comm]' "$T/ev.json" | head -n1))" \
+	sh -c "grep '^{' '$T/ev.json' | jq -s -e 'map(select(.processId == \"$p_floor\")) | length == 1 and .[0].flags == [\"CLONE_NEWUSER\"] and .[0].comm == \"unshare\"' >/dev/null"
+cli root policy suggest "$p_floor" "$T/allow-unshare.json" >"$T/sug-floor.out" 2>&1
+check "suggest $p_floor (the floor's CLONE_NEWUSER): nothing, naming the flag ($(show "$T/sug-floor.out"))" \
+	grep -q "nothing to suggest: launcherd's floor refused unshare CLONE_NEWUSER" "$T/sug-floor.out"
+cli root policy suggest --json "$p_policy" >"$T/sug-policy.json" 2>&1
+check "suggest $p_policy (the profile's unshare): syscalls.allow, the floor's part said ($(jq -c .patch "$T/sug-policy.json"))" \
+	jqe '.patch == {"syscalls": {"allow": ["unshare"]}} and (.items[0].change | test("floor still refuses"))' "$T/sug-policy.json"
+
+[ "$_tap_failed" = 0 ] || tail -n 20 "$T/launcherd.log" | sed 's/^/# /'
+tap_done

@@ -60,7 +60,7 @@ static void check(const char *what, const char *policy, const char *denials, con
 
 int main(void)
 {
-	plan(38);
+	plan(58);
 
 	check("a write under a read-only filesystem.read entry", POL_DEFAULT,
 	      "[{\"kind\": \"fs\", \"access\": [\"write-file\"], \"path\": \"/usr/x\", \"dir\": "
@@ -139,6 +139,72 @@ int main(void)
 		       "decider: strict's own");
 		is_str("launcherd's floor", policy_syscall_decider(def, "socket"),
 		       "decider: socket under the default profile: the floor's families");
+	}
+
+	/* With the filter and the arguments the denial names (docs/DENIALS.md). */
+	check("unshare refused by the floor, CLONE_NEWUSER named: nothing",
+	      "{\"syscalls\": {\"profile\": \"default\", \"allow\": [\"unshare\"]}}",
+	      "[{\"kind\": \"syscall\", \"syscall\": \"unshare\", \"filter\": \"floor\", "
+	      "\"flags\": [\"CLONE_NEWUSER\"]}]",
+	      "{}", "launcherd's floor refused unshare CLONE_NEWUSER");
+	check("unshare refused by the policy's profile: syscalls.allow, the floor's part said",
+	      POL_DEFAULT,
+	      "[{\"kind\": \"syscall\", \"syscall\": \"unshare\", \"filter\": \"policy\"}]",
+	      "{\"syscalls\":{\"allow\":[\"unshare\"]}}", "floor still refuses it");
+	check("a socket family refused by the floor under network none: nothing", POL_DEFAULT,
+	      "[{\"kind\": \"syscall\", \"syscall\": \"socket\", \"filter\": \"floor\", "
+	      "\"family\": \"AF_NETLINK\", \"protocol\": 9}]",
+	      "{}", "refused socket AF_NETLINK protocol 9");
+	check("a socket family refused by the floor under network unix: loopback",
+	      "{\"network\": {\"mode\": \"unix\"}, \"syscalls\": {\"profile\": \"default\"}}",
+	      "[{\"kind\": \"syscall\", \"syscall\": \"socket\", \"filter\": \"floor\", "
+	      "\"family\": \"AF_NETLINK\"}]",
+	      "{\"network\":{\"mode\":\"loopback\"}}", "network.mode \"loopback\"");
+	check("a name in syscalls.deny refused by the policy: said in words", POL_DEFAULT,
+	      "[{\"kind\": \"syscall\", \"syscall\": \"ptrace\", \"filter\": \"policy\"}]", "{}",
+	      "remove \"ptrace\" from syscalls.deny");
+	{
+		_cleanup_json_ json_t *def = load(POL_DEFAULT),
+				      *unix_ = load("{\"network\": {\"mode\": \"unix\"}}"),
+				      *d_floor = load("{\"syscall\": \"unshare\", \"filter\": "
+						      "\"floor\", \"flags\": [\"CLONE_NEWUSER\", "
+						      "\"CLONE_NEWNS\"]}"),
+				      *d_policy = load("{\"syscall\": \"unshare\", \"filter\": "
+						       "\"policy\"}"),
+				      *d_deny = load("{\"syscall\": \"ptrace\", \"filter\": "
+						     "\"policy\"}"),
+				      *d_sock = load("{\"syscall\": \"socket\", \"filter\": "
+						     "\"floor\", \"family\": \"AF_INET\"}"),
+				      *d_ioctl = load("{\"syscall\": \"ioctl\", \"filter\": "
+						      "\"floor\", \"request\": \"TIOCSTI\"}"),
+				      *d_old = load("{\"syscall\": \"unshare\"}");
+		char *w;
+
+		is_str("launcherd's floor", policy_denial_decider(def, d_floor),
+		       "denial decider: filter floor");
+		is_str("syscalls.profile default", policy_denial_decider(def, d_policy),
+		       "denial decider: filter policy, the profile");
+		is_str("syscalls.deny", policy_denial_decider(def, d_deny),
+		       "denial decider: filter policy, the deny list");
+		is_str("network.mode unix", policy_denial_decider(unix_, d_sock),
+		       "denial decider: a family network unix alone refuses");
+		is_str("launcherd's floor", policy_denial_decider(def, d_sock),
+		       "denial decider: the same family elsewhere: the floor");
+		is_str("launcherd's floor or syscalls.profile default",
+		       policy_denial_decider(def, d_old),
+		       "denial decider: without a filter, as before");
+		w = policy_denial_syscall_what(d_floor);
+		is_str("unshare CLONE_NEWUSER|CLONE_NEWNS", w, "what: the flags");
+		free(w);
+		w = policy_denial_syscall_what(d_sock);
+		is_str("socket AF_INET", w, "what: the family");
+		free(w);
+		w = policy_denial_syscall_what(d_ioctl);
+		is_str("ioctl TIOCSTI", w, "what: the request");
+		free(w);
+		w = policy_denial_syscall_what(d_old);
+		is_str("unshare", w, "what: no argument named");
+		free(w);
 	}
 	return 0;
 }
