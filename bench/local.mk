@@ -4,12 +4,13 @@
 ##   bench/bench-exec        process.exec over an open controller connection
 ##   bench/proxy-throughput  256 MiB through the proxy vs plain loopback TCP; CONNECT latency
 ##   bench/bench-activation  process.exec during continuous activations vs idle; activation cost
+##   bench/bench-floor-notify an allowed system call under the notifying floor vs the errno one
 ## Shared by every benchmark: the clock and the order statistics.
 BENCH_STATS = %reldir%/bench-stats.c %reldir%/bench-stats.h
 ## And by those that talk to a running controller: the connection.
 BENCH_CONTROLLER = %reldir%/bench-controller.c %reldir%/bench-controller.h
 EXTRA_PROGRAMS = bench/spawn bench/bench-paired bench/bench-exec bench/proxy-throughput \
-	bench/bench-activation
+	bench/bench-activation bench/bench-floor-notify
 bench_spawn_SOURCES = %reldir%/spawn.c $(BENCH_STATS)
 bench_spawn_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_spawn_LDADD = libctl_launcher.a libipc.a libcommon.a $(JANSSON_LIBS)
@@ -20,6 +21,10 @@ bench_bench_exec_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
 bench_bench_activation_SOURCES = %reldir%/bench-activation.c $(BENCH_STATS) $(BENCH_CONTROLLER)
 bench_bench_activation_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_bench_activation_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
+bench_bench_floor_notify_SOURCES = %reldir%/bench-floor-notify.c $(BENCH_STATS) \
+	launcherd/launcherd-seccomp.c launcherd/launcherd-seccomp.h
+bench_bench_floor_notify_CFLAGS = $(AM_CFLAGS) $(LIBSECCOMP_CFLAGS)
+bench_bench_floor_notify_LDADD = libcommon.a $(LIBSECCOMP_LIBS)
 ## The proxy's client side gets lo as launcherd sets it up in a sandbox's netns.
 bench_proxy_throughput_SOURCES = %reldir%/proxy-throughput.c $(BENCH_STATS) \
 	launcherd/launcherd-lo.c
