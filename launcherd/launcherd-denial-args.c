@@ -24,9 +24,10 @@
 #define AUDIT_ARCH_ARM 0x40000028U
 #endif
 
-/* Above every architecture's highest system call number (x32's carry bit 30: refused whole,
- * reported without a name). */
+/* Above every architecture's highest system call number. x32's carry bit 30 (the floor
+ * refuses them whole): reported without a name. */
 #define DENIAL_NR_MAX 4096
+#define DENIAL_X32_BIT 0x40000000
 
 int denial_args_check(int32_t nr, uint32_t arch)
 {
@@ -43,7 +44,13 @@ int denial_args_check(int32_t nr, uint32_t arch)
 
 	for (size_t i = 0; i < ELEMENTSOF(archs); i++)
 		known = known || archs[i] == arch;
-	if (!known || nr < 0 || nr >= DENIAL_NR_MAX)
+	if (!known || nr < 0)
+		return -EINVAL;
+#if defined(__x86_64__)
+	if (arch == AUDIT_ARCH_X86_64)
+		nr &= ~DENIAL_X32_BIT;
+#endif
+	if (nr >= DENIAL_NR_MAX)
 		return -EINVAL;
 	return 0;
 }

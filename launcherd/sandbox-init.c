@@ -46,6 +46,7 @@
 #define EAGAIN 11
 #define EPERM 1
 #define FIONREAD 0x541B
+#define PROC_SUPER_MAGIC 0x9fa0
 #define SFD_CLOEXEC O_CLOEXEC
 #define SFD_NONBLOCK O_NONBLOCK
 
@@ -414,8 +415,8 @@ static void notif_close(void)
 static void read_comm(uint32_t pid, char *buf, size_t size)
 {
 	char path[32] = "/proc/", digits[12];
+	long fd, r, fs[16]; /* struct statfs: f_type first */
 	size_t n = 6, d = 0;
-	long fd, r;
 
 	do
 		digits[d++] = (char)('0' + pid % 10);
@@ -423,10 +424,16 @@ static void read_comm(uint32_t pid, char *buf, size_t size)
 	while (d)
 		path[n++] = digits[--d];
 	memcpy(path + n, "/comm", 6);
-	fd = sc4(__NR_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	/* Never blocking (the sandbox could have put a FIFO where no /proc is mounted), and read
+	 * only from procfs: whatever else is there is not the name. */
+	fd = sc4(__NR_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
 	if (fd < 0)
 		return;
-	r = sc3(__NR_read, fd, buf, size - 1);
+	r = sc2(__NR_fstatfs, fd, fs);
+	if (r >= 0 && fs[0] == PROC_SUPER_MAGIC)
+		r = sc3(__NR_read, fd, buf, size - 1);
+	else
+		r = -1;
 	(void)sc1(__NR_close, fd);
 	if (r <= 0)
 		return;

@@ -63,6 +63,9 @@ int main(void)
 	is_int(0, denial_args_check(41, 0xc000003eU), "x86_64 socket is a call");
 #if defined(__x86_64__)
 	is_int(0, denial_args_check(359, 0x40000003U), "i386 too (the floor refuses it whole)");
+	is_int(0, denial_args_check(0x40000000 | 41, 0xc000003eU), "x32's too");
+	ok(denial_args_check(0x40000000 | 4096, 0xc000003eU) < 0, "but not beyond the table");
+	ok(denial_args_check(0x40000000 | 41, 0x40000003U) < 0, "nor in i386's numbers");
 #endif
 	ok(denial_args_check(-1, 0xc000003eU) < 0, "a negative number is refused");
 	ok(denial_args_check(4096, 0xc000003eU) < 0, "a number out of range is refused");
