@@ -10,7 +10,9 @@
  * at fd 6 if there is one; load launcherd's floor filter, then the plan's; run the command as
  * our child (vfork, then execve along the plan's PATH; a failure goes to the status pipe as
  * STEP_EXEC); then be its init: forward every signal, reap everything, and when the command
- * ends report its wait status on fd 4 and exit. Any failure before the command runs is reported
+ * ends report its wait status on fd 4 and exit. When launcherd asks for it (a notifying floor,
+ * launcherd-seccomp.h), hold the floor's listener meanwhile: answer each of its refusals EPERM
+ * and report it, with its arguments, on fd 4 too (docs/DENIALS.md). Any failure before the command runs is reported
  * on the status pipe as (step, errno, index) and ends us with APPLY_EXIT_SETUP_FAILED, as in the
  * child before us.
  */
