@@ -620,8 +620,10 @@ static int on_pidfd(struct event_source *src, int fd, uint32_t revents, void *us
 	if (s->state == SB_SETTING_UP)
 		(void)status_resolve(s);
 	if (s->state == SB_RUNNING) {
-		/* Its write end is gone with it: this reaches the EXIT record or EOF. */
-		while (!s->have_report && s->report_fd >= 0)
+		/* Its write end is gone with it: this reaches the EXIT record or EOF, past at most
+		 * the init's backlog (SANDBOX_INIT_REPORT_BACKLOG, a few calls' worth). Bounded
+		 * all the same. */
+		for (unsigned i = 0; i < 16 && !s->have_report && s->report_fd >= 0; i++)
 			(void)read_report(s);
 		send_exit(s, s->have_report ? &s->report : NULL, &si);
 	}
@@ -853,7 +855,11 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 		light = false;
 	/* The floor's refusals with their arguments (docs/DENIALS.md): the init holds the
 	 * listener of a notifying floor, in a light spawn only (the other path has no init of
-	 * ours to hold it), and only for a requester the denial reader serves. Kill mode kills. */
+	 * ours to hold it), and only for a requester the denial reader serves. Kill mode kills.
+	 * Why this is safe: the notifying floor refuses exactly what the other refuses (the same
+	 * program but for its refusing RET constants); the listener is the init's alone (close-
+	 * on-exec from the kernel, the init never dumpable), and the init answers EPERM, never
+	 * CONTINUE; without a listener the kernel answers ENOSYS: refused all the same. */
 	notify = light && !plan->seccomp_kill && audit_active() &&
 		 d->floors[FLOOR_ACTION_NOTIFY][plan->network == PLAN_NETWORK_UNIX].len > 0;
 	if (light &&

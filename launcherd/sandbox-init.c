@@ -579,13 +579,15 @@ _noreturn_ void init_main(long *sp)
 	if (cfg.floor_flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) {
 		notif.sfd = sc4(__NR_signalfd4, -1, &all, sizeof(all), SFD_CLOEXEC | SFD_NONBLOCK);
 		if (notif.sfd < 0)
-			cfg.floor_flags &= ~(uint32_t)SECCOMP_FILTER_FLAG_NEW_LISTENER;
+			fail(STEP_SECCOMP, notif.sfd,
+			     -1); /* never the floor without its listener */
 	}
 
-	/* seccomp: the floor, then the plan's filter, which can only add denials. The floor's
-	 * listener (a notifying floor, launcherd-seccomp.h) is ours alone: close-on-exec from the
-	 * kernel, and neither ptrace nor /proc/1/fd reach it (we are never dumpable), for
-	 * whoever held it could let refused calls through. A notifying floor without its listener
+	/* seccomp: the floor, then the plan's filter, which can only add denials. Why the
+	 * floor's listener (a notifying floor, launcherd-seccomp.h) is safe with us: it is ours
+	 * alone, close-on-exec from the kernel, and neither ptrace, pidfd_getfd() nor /proc/1/fd
+	 * reach it (we are never dumpable), for whoever held it could let refused calls through;
+	 * and we only ever answer EPERM (notif_handle()). A notifying floor without its listener
 	 * would answer ENOSYS: the set-up fails rather. */
 	{
 		struct sock_fprog floor = { .len = (unsigned short)cfg.n_floor, .filter = insns };
