@@ -223,7 +223,7 @@ static int suggest_syscall(json_t *patch, json_t *policy, json_t *d, struct item
 		it->none = strdup_printf("launcherd's floor refused %s: no policy lifts it",
 					 what ?: name);
 	} else if (by_policy && !json_strv_has(json_object_get(sc, "deny"), name) &&
-		   policy_syscall_profile_has(profile, name)) {
+		   !in_list(floor_outright, name) && policy_syscall_profile_has(profile, name)) {
 		/* The policy's filter refused it, whatever the floor would have said: lifting
 		 * the profile's refusal is the change; the floor still refuses what it
 		 * refuses. */
@@ -360,8 +360,14 @@ const char *policy_denial_decider(json_t *policy, json_t *d)
 		if (json_strv_has(json_object_get(sc, "deny"), name))
 			return "syscalls.deny";
 		if (policy_syscall_profile_has(
-			    strict ? POLICY_SYSCALLS_STRICT : POLICY_SYSCALLS_DEFAULT, name))
+			    strict ? POLICY_SYSCALLS_STRICT : POLICY_SYSCALLS_DEFAULT, name)) {
+			/* The kernel answers with the policy's errno before the floor's
+			 * notification, but lifting the profile's refusal would not do. */
+			if (in_list(floor_outright, name))
+				return strict ? "syscalls.profile strict and launcherd's floor"
+					      : "syscalls.profile default and launcherd's floor";
 			return strict ? "syscalls.profile strict" : "syscalls.profile default";
+		}
 	}
 	return policy_syscall_decider(policy, name);
 }

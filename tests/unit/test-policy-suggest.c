@@ -60,7 +60,7 @@ static void check(const char *what, const char *policy, const char *denials, con
 
 int main(void)
 {
-	plan(58);
+	plan(61);
 
 	check("a write under a read-only filesystem.read entry", POL_DEFAULT,
 	      "[{\"kind\": \"fs\", \"access\": [\"write-file\"], \"path\": \"/usr/x\", \"dir\": "
@@ -160,6 +160,11 @@ int main(void)
 	      "[{\"kind\": \"syscall\", \"syscall\": \"socket\", \"filter\": \"floor\", "
 	      "\"family\": \"AF_NETLINK\"}]",
 	      "{\"network\":{\"mode\":\"loopback\"}}", "network.mode \"loopback\"");
+	check("mount refused by the profile, which answers before the floor: nothing (the "
+	      "floor refuses it whatever the policy)",
+	      POL_DEFAULT,
+	      "[{\"kind\": \"syscall\", \"syscall\": \"mount\", \"filter\": \"policy\"}]", "{}",
+	      "launcherd's floor refuses mount whatever the policy");
 	check("a name in syscalls.deny refused by the policy: said in words", POL_DEFAULT,
 	      "[{\"kind\": \"syscall\", \"syscall\": \"ptrace\", \"filter\": \"policy\"}]", "{}",
 	      "remove \"ptrace\" from syscalls.deny");
@@ -171,6 +176,8 @@ int main(void)
 						      "\"CLONE_NEWNS\"]}"),
 				      *d_policy = load("{\"syscall\": \"unshare\", \"filter\": "
 						       "\"policy\"}"),
+				      *d_mount = load("{\"syscall\": \"mount\", \"filter\": "
+						      "\"policy\"}"),
 				      *d_deny = load("{\"syscall\": \"ptrace\", \"filter\": "
 						     "\"policy\"}"),
 				      *d_sock = load("{\"syscall\": \"socket\", \"filter\": "
@@ -184,6 +191,8 @@ int main(void)
 		       "denial decider: filter floor");
 		is_str("syscalls.profile default", policy_denial_decider(def, d_policy),
 		       "denial decider: filter policy, the profile");
+		is_str("syscalls.profile default and launcherd's floor",
+		       policy_denial_decider(def, d_mount), "denial decider: filter policy, mount");
 		is_str("syscalls.deny", policy_denial_decider(def, d_deny),
 		       "denial decider: filter policy, the deny list");
 		is_str("network.mode unix", policy_denial_decider(unix_, d_sock),
