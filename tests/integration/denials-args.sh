@@ -9,31 +9,10 @@
 # `cordon policy suggest` name the argument and the deciding rule. Through a privileged
 # launcherd with the kernel's audit turned on for the test (restored at exit), taking turns on
 # it with the other denial tests.
-. "${top_srcdir:-.}/tests/integration/launcherd-lib.sh"
-ld_require_root
-DP="python3 $S/tests/integration/denials.py"
-command -v python3 >/dev/null 2>&1 || skip_all "no python3"
-command -v jq >/dev/null 2>&1 || skip_all "no jq"
-# The kernel's audit is the whole host's: the tests that turn it on and off take turns (make
-# check runs tests in parallel). A process of its own holds the lock, so that nothing this test
-# starts inherits it.
-(exec 9>>/tmp/cordon-test-audit.lock && flock 9 && : >"$T/audit-locked" && exec sleep 3600) &
-audit_lock=$!
-trap 'kill $audit_lock 2>/dev/null; ld_cleanup' EXIT
-while [ ! -e "$T/audit-locked" ]; do sleep 0.1; done
-audit_was=$($DP --audit 2>/dev/null) || skip_all "the kernel has no audit (CONFIG_AUDIT)"
-trap '$DP --audit ${audit_was% *} >/dev/null 2>&1; kill $audit_lock 2>/dev/null; da_cleanup_controllers; ld_cleanup' EXIT
-da_cleanup_controllers() {
-	for lock in "$T"/xdg-*/run/cordon/controller.sock.lock; do
-		[ -s "$lock" ] || continue
-		pid=$(head -n1 "$lock")
-		kill "$pid" 2>/dev/null
-	done
-}
-$DP --audit 1 8192 >/dev/null || skip_all "cannot turn the kernel's audit on"
+DN_LANDLOCK=0
+. "${top_srcdir:-.}/tests/integration/denials-lib.sh"
 grep -qw user_notif /proc/sys/kernel/seccomp/actions_avail 2>/dev/null ||
 	skip_all "no SECCOMP_RET_USER_NOTIF in this kernel"
-ld_start
 hello=$("$LP" --socket "$T/ld.sock" --hello 2>&1)
 [ "$(echo "$hello" | jq -r .denials.reader 2>/dev/null)" = true ] ||
 	skip_all "launcherd reads no denials ($(echo "$hello" | jq -c .denials 2>/dev/null))"
@@ -57,9 +36,6 @@ da_run() {
 	da_plan "$T/da-$$.json" "$2" "$3"
 	$DP "$T/ld.sock" "$T/da-$$.json" --fd 3=/usr --linger "${4:-0.5}" >"$1" 2>>"$T/client.log"
 }
-denials() { grep -c '"type": "denial"' "$1"; }
-one() { [ "$(denials "$1")" = 1 ] && grep '"type": "denial"' "$1" | jq -e "$2" >/dev/null; }
-show() { tr '\n' ' ' <"$1" | cut -c1-400; }
 jqe() { jq -e "$@" >/dev/null; }
 # py CODE: a python3 one-liner printing what it saw, for the sandbox's shell
 errno_of() { printf "python3 -c 'import socket\ntry:\n  socket.socket(%s)\n  print(\"errno 0\")\nexcept OSError as e:\n  print(\"errno\", e.errno)'" "$1"; }
@@ -158,19 +134,6 @@ check "  the command's exit is still reported by its init ($(grep -o '"exitCode"
 	grep -q '"exitCode": 0' "$T/flood.out"
 
 # Through cordon: the summary after a failed command, and `cordon policy suggest`.
-Babs=$(cd "$B" && pwd)
-CORDON="$Babs/cordon"
-cli() { # cli USER COMMAND...: cordon as USER with a controller of its own on this launcherd
-	d="$T/xdg-$1"
-	mkdir -p "$d/run" "$d/state" "$d/ws"
-	chown -R "$1" "$d" && chmod 0700 "$d/run"
-	u=$1
-	shift
-	setpriv --reuid="$u" --regid="$u" --clear-groups --reset-env -- env -C "$d/ws" \
-		PATH=/usr/bin:/bin HOME="$d" XDG_RUNTIME_DIR="$d/run" XDG_STATE_HOME="$d/state" \
-		CORDON_CONTROLLER="$Babs/cordon-controller" CORDON_LAUNCHERD="$Babs/cordon-launcherd" \
-		CORDON_LAUNCHERD_SOCKET="$T/ld.sock" "$CORDON" "$@"
-}
 # summary FILE: the summary's refusal lines
 summary() { sed -n '/^cordon: [0-9]* refusals\{0,1\} in the sandbox/,$p' "$1" | grep '^  '; }
 

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Shared set-up of the denial tests (denials.sh, denials-summary.sh, denials-scope.sh; sourced
+# Shared set-up of the denial tests (denials.sh, denials-summary.sh, denials-scope.sh,
+# denials-args.sh; sourced
 # after nothing else): launcherd-lib.sh, root, the kernel's audit turned on for the test (with a
 # backlog of 8192: docs/DENIALS.md) and restored at exit, while holding the lock the tests that
 # touch the audit take turns on; a privileged launcherd on $T/ld.sock with Landlock ABI >= 7 (or
-# the test is skipped: CORDON_MUST_WORK=1 fails instead). Then:
+# the test is skipped unless DN_LANDLOCK=0; CORDON_MUST_WORK=1 fails instead). Then:
 #   $DP                   tests/integration/denials.py (a launcherd client that prints denials)
 #   cli USER COMMAND...   cordon as USER with a controller of its own on this launcherd
 #   show FILE             FILE on one line, cut to 400 characters (for test descriptions)
@@ -37,7 +38,9 @@ dn_cleanup_controllers() {
 $DP --audit 1 8192 >/dev/null || skip_all "cannot turn the kernel's audit on"
 ld_start
 abi=$("$LP" --socket "$T/ld.sock" --hello 2>&1 | jq -r .landlockAbi 2>/dev/null)
-[ "${abi:-0}" -ge 7 ] 2>/dev/null || skip_all "Landlock ABI ${abi:-?} < 7: no Landlock audit"
+# DN_LANDLOCK=0 (set before sourcing): a test of seccomp's refusals alone.
+[ "${DN_LANDLOCK:-1}" = 0 ] || [ "${abi:-0}" -ge 7 ] 2>/dev/null ||
+	skip_all "Landlock ABI ${abi:-?} < 7: no Landlock audit"
 
 Babs=$(cd "$B" && pwd)
 CORDON="$Babs/cordon"
