@@ -11,6 +11,7 @@ set -eu
 # `make vm-pins`.
 HELPERS='
 agent guest/agent.c
+forward guest/forward.c forward-mux.c
 '
 
 src=$(cd "$1" && pwd)

@@ -4,6 +4,7 @@
 ## which backends/vm/fetch-kernel.sh fetches).
 libbackend_a_SOURCES += \
 	backends/vm/vm.c backends/vm/vm.h backends/vm/vm-proto.h \
+	backends/vm/forward-mux.c backends/vm/forward-mux.h \
 	backends/vm/vm-baseline.c backends/vm/vm-baseline.h
 
 # Not installed: the backend fetches the pinned agent into <vmDir>/bin (below); this build's copy
@@ -28,6 +29,8 @@ TESTS += tests/integration/vm-backend.sh
 EXTRA_DIST += tests/integration/vm-backend.sh
 TESTS += tests/integration/vm-baseline.sh
 EXTRA_DIST += tests/integration/vm-baseline.sh
+TESTS += tests/integration/vm-proxy.sh
+EXTRA_DIST += tests/integration/vm-proxy.sh
 
 ## The guest helpers (vm-helpers.h): not installed, but fetched on first use into <vmDir>/bin
 ## and verified against helper-pins.txt (compiled in as vm-helpers-pins.h), by

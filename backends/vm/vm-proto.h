@@ -16,6 +16,7 @@
  *                  EXEC (id, u8 flags, u32 argc, u32 envc, cwd\0 argv\0... env\0...),
  *                  STDIN (id, bytes), STDIN_EOF (id), SIGNAL (id, u32 signal number),
  *                  OUTPUT_ACK (id, u8 stream: 1 stdout, 2 stderr)
+ * The port "net" carries network mode "proxy"'s connections: forward-mux.h.
  */
 #pragma once
 
@@ -44,7 +45,14 @@ enum {
 enum {
 	/* This command sees the workspace read-only (in a read-write VM). */
 	VM_EXEC_READ_ONLY = 1,
+	/* Network "proxy": before the command runs, the agent makes sure the forwarder (the guest
+	 * helper `forward`, /sbin/cordon-forward) listens on 127.0.0.1:VM_PROXY_PORT and carries
+	 * its connections over the port "net" (forward-mux.h); without it the command fails. */
+	VM_EXEC_PROXY = 2,
 };
+
+/* The proxy's port in the guest (the plan's proxyPort, which the policy compiler fixes). */
+#define VM_PROXY_PORT 3128
 
 #define VM_FRAME_HEADER 5
 #define VM_FRAME_MAX (1U << 24)

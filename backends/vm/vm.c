@@ -44,6 +44,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +52,7 @@
 #include "backends/backend.h"
 #include "backends/vm/vm-paths.h"
 #include "backends/vm/vm-baseline.h"
+#include "backends/vm/forward-mux.h"
 #include "backends/vm/vm-proto.h"
 #include "backends/vm/vm.h"
 #include "common/event.h"
@@ -104,6 +106,14 @@ struct vm_proc {
 	struct event_source *timer;
 	unsigned long long start_usec, sent_usec;
 	bool sent, killed, timed_out;
+	/* Network "proxy": the listener the controller serves for this command (handed over with
+	 * the spawn's answer) and its socket's directory (0700, the controller's user's): the
+	 * guest's connections are connected to it. NULL: network "none". */
+	int proxy_fd;
+	char *net_dir;
+	/* A one-shot waiting for the forwarder's fetch (vm_data.net_wait): its workspace. */
+	char *wait_path, *wait_mount;
+	bool wait_ws, wait_ro;
 };
 
 /* A VM: a lease's, or a one-shot's. */
@@ -129,6 +139,11 @@ struct vm_keeper {
 	/* A one-shot's command, and its exit once the VM is gone. */
 	struct vm_proc *oneshot;
 	json_t *oneshot_exit;
+	/* The port "net" (network "proxy", forward-mux.h): the guest's connections. */
+	int net_fd;
+	struct event_source *net_src;
+	uint32_t net_events;
+	struct fwd_mux mux;
 };
 
 struct vm_data {
@@ -141,7 +156,8 @@ struct vm_data {
 	bool initrd_default;	/* initramfs.cpio.gz beside the kernel: built here from the agent */
 	char *helpers_dir;	/* <vmDir>/bin: the guest helpers, fetched and verified */
 	char *helpers_base_url; /* NULL: cordon-vm-helpers' built-in release mirror */
-	struct vm_prep *prep;	/* prepare's child under way */
+	struct vm_prep *prep;	/* prepare's child under way, or the forwarder's fetch */
+	struct vm_proc *net_wait; /* one-shots with network "proxy" waiting for that fetch */
 	unsigned memory_mib;
 	unsigned cpus;
 	bool kvm;
@@ -158,11 +174,13 @@ static json_t *vm_descriptor(const struct backend_ops *ops)
 		"{s:s,s:s,s:s,"
 		"s:{s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},"
 		"{s:s,s:s,s:s,s:s}]},"
-		"s:{s:[s],s:s,s:[s,s],s:b,s:s,s:[s]}}",
+		"s:{s:[s],s:s,s:[s,s],s:b,s:s,s:[s,s]}}",
 		"kind", "vm", "name", "QEMU micro-VM", "description",
 		"Runs commands in QEMU micro-VMs: one VM for a sandbox lease and all its "
 		"processes, a fresh one for every one-shot command; its own kernel, no network "
-		"device, the workspace shared over virtio-9p (read-only when the policy says so).",
+		"device (network proxy: the guest's connections to its proxy port are carried to "
+		"the allowed-domains proxy over a virtio-serial port), the workspace shared over "
+		"virtio-9p (read-only when the policy says so).",
 		"settings", "fields", "id", "kernel", "type", "string", "label", "Guest kernel",
 		"description",
 		"An uncompressed PVH vmlinux (backends/vm/fetch-kernel.sh); initramfs.cpio.gz "
@@ -178,8 +196,8 @@ static json_t *vm_descriptor(const struct backend_ops *ops)
 		"bin/ beside the kernel; each is verified against the sha256 this cordon was built "
 		"with. Default: the release mirror cordon was built with.",
 		"claims", "platforms", "linux", "isolation", "vm", "enforces", "filesystem",
-		"network", "readOnlyWorkspace", true, "workspace", "direct", "networkModes",
-		"none");
+		"network", "readOnlyWorkspace", true, "workspace", "direct", "networkModes", "none",
+		"proxy");
 
 	vmb_descriptor_fields(desc);
 	return desc;
@@ -338,6 +356,7 @@ struct vm_prep {
 	backend_done_cb done;
 	void *ud;
 	bool initramfs; /* the second step: mkinitramfs.sh */
+	bool net;	/* not prepare's: the forwarder's fetch for a spawn with network "proxy" */
 	pid_t pid;
 	int pidfd, err_fd;
 	struct event_source *pid_src, *err_src;
@@ -472,6 +491,11 @@ static void prep_finish(struct vm_prep *p, int r, const char *message)
 	void *ud = p->ud;
 
 	d->prep = NULL;
+	if (p->net) {
+		prep_free(p);
+		done(bi, r, message, ud);
+		return;
+	}
 	prep_free(p);
 	if (r >= 0) {
 		json_decref(d->hello);
@@ -484,15 +508,32 @@ static void prep_finish(struct vm_prep *p, int r, const char *message)
 	done(bi, r, message, ud);
 }
 
-/* Whether the default initramfs must be (re)built: missing, or older than the agent. */
-static bool initramfs_stale(struct vm_data *d, const char *agent)
+/* Whether the default initramfs must be (re)built: missing, or older than the agent or the
+ * forwarder (when there is one). */
+static bool initramfs_stale(struct vm_data *d, const char *agent, const char *forward)
 {
 	struct stat a, i;
 
 	if (stat(d->initrd, &i) < 0 || stat(agent, &a) < 0)
 		return true;
-	return i.st_mtim.tv_sec < a.st_mtim.tv_sec ||
-	       (i.st_mtim.tv_sec == a.st_mtim.tv_sec && i.st_mtim.tv_nsec < a.st_mtim.tv_nsec);
+	if (i.st_mtim.tv_sec < a.st_mtim.tv_sec ||
+	    (i.st_mtim.tv_sec == a.st_mtim.tv_sec && i.st_mtim.tv_nsec < a.st_mtim.tv_nsec))
+		return true;
+	return forward && initramfs_stale(d, forward, NULL);
+}
+
+/* <vmDir>/bin/forward, when it was fetched (malloc'd), or NULL. */
+static char *forward_path(struct vm_data *d)
+{
+	char *f;
+
+	if (asprintf(&f, "%s/forward", d->helpers_dir) < 0)
+		return NULL;
+	if (access(f, F_OK) < 0) {
+		free(f);
+		return NULL;
+	}
+	return f;
 }
 
 static int on_prep_exit(struct event_source *s, int fd, uint32_t revents, void *userdata)
@@ -515,7 +556,7 @@ static int on_prep_exit(struct event_source *s, int fd, uint32_t revents, void *
 	p->err_fd = safe_close(p->err_fd);
 	ok = si.si_code == CLD_EXITED && si.si_status == 0;
 	if (!p->initramfs) {
-		_cleanup_free_ char *agent = NULL, *vmdir = NULL;
+		_cleanup_free_ char *agent = NULL, *vmdir = NULL, *forward = NULL;
 		const char *slash = strrchr(d->kernel, '/');
 
 		if (!ok) {
@@ -526,8 +567,9 @@ static int on_prep_exit(struct event_source *s, int fd, uint32_t revents, void *
 			else
 				(void)snprintf(msg, sizeof(msg),
 					       "cordon-vm-helpers failed (status %d) fetching the "
-					       "guest agent into %s",
-					       si.si_status, d->helpers_dir);
+					       "guest %s into %s",
+					       si.si_status, p->net ? "forwarder" : "agent",
+					       d->helpers_dir);
 			prep_finish(p, strstr(msg, "pin") ? -EBADMSG : -EIO, msg);
 			return 0;
 		}
@@ -540,20 +582,23 @@ static int on_prep_exit(struct event_source *s, int fd, uint32_t revents, void *
 			prep_finish(p, -ENOMEM, "out of memory");
 			return 0;
 		}
-		if (!d->initrd_default || !initramfs_stale(d, agent)) {
+		forward = forward_path(d);
+		if (!d->initrd_default || !initramfs_stale(d, agent, forward)) {
 			prep_finish(p, 0, NULL);
 			return 0;
 		}
 		{
 			const char *script = getenv("CORDON_VM_MKINITRAMFS");
-			char *argv[6] = { (char *)"/bin/sh" };
+			char *argv[7] = { (char *)"/bin/sh" };
 
 			argv[1] = (char *)(!isempty(script) ? script
 							    : VM_SCRIPTS_DIR "/mkinitramfs.sh");
 			argv[2] = agent;
 			argv[3] = vmdir;
 			argv[4] = d->initrd;
-			log_info("%s: building %s from %s", p->bi->name, d->initrd, agent);
+			argv[5] = forward;
+			log_info("%s: building %s from %s%s%s", p->bi->name, d->initrd, agent,
+				 forward ? " and " : "", forward ? forward : "");
 			p->initramfs = true;
 			r = prep_spawn(p, argv);
 		}
@@ -581,7 +626,7 @@ static void vm_prepare(struct backend_instance *bi, backend_done_cb done, void *
 	struct vm_prep *p;
 	const char *tool = getenv("CORDON_VM_HELPERS");
 	char msg[4200];
-	char *argv[8];
+	char *argv[9];
 	size_t n = 0;
 	int r;
 
@@ -632,6 +677,14 @@ static void vm_prepare(struct backend_instance *bi, backend_done_cb done, void *
 		argv[n++] = d->helpers_base_url;
 	}
 	argv[n++] = (char *)"agent";
+	{
+		/* A forwarder fetched before (network "proxy" was used): verified again, and
+		 * in the initramfs. */
+		_cleanup_free_ char *f = forward_path(d);
+
+		if (f)
+			argv[n++] = (char *)"forward";
+	}
 	argv[n] = NULL;
 	r = prep_spawn(p, argv);
 	if (r < 0) {
@@ -664,6 +717,7 @@ struct keeper_args {
 	int null_fd;
 	uint8_t *init; /* the INIT frame; its first 8 payload bytes get the time */
 	size_t init_len;
+	int net_end;	    /* QEMU's end of the port "net"'s socketpair: its fd 6 */
 	int qmp, qmp_end;   /* QMP's socketpair (QEMU's end: its fd 4), or -1 */
 	struct vmb_job *bl; /* the baseline to restore or save, or NULL */
 };
@@ -839,7 +893,7 @@ static pid_t keeper_fork_qemu(struct keeper_args *a, char *const *argv, int inco
 	if (qemu < 0)
 		keeper_end(a, -1, "cannot fork QEMU");
 	if (qemu == 0) {
-		int src[3] = { a->qemu_end, a->qmp_end, incoming };
+		int src[4] = { a->qemu_end, a->qmp_end, incoming, a->net_end };
 		sigset_t none;
 
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -849,15 +903,15 @@ static pid_t keeper_fork_qemu(struct keeper_args *a, char *const *argv, int inco
 		(void)sigprocmask(SIG_SETMASK, &none, NULL);
 		(void)setsid();
 		/* (moved above the targets first, so that no dup2() overwrites a source) */
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 4; i++)
 			if (src[i] >= 0 && (src[i] = fcntl(src[i], F_DUPFD, 10)) < 0)
 				_exit(1);
 		if (dup2(a->null_fd, 0) < 0 || dup2(a->null_fd, 1) < 0 || dup2(a->status, 2) < 0)
 			_exit(1);
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 4; i++)
 			if (src[i] >= 0 && dup2(src[i], 3 + i) < 0)
 				_exit(1);
-		(void)syscall(SYS_close_range, 6U, ~0U, 0U);
+		(void)syscall(SYS_close_range, 7U, ~0U, 0U);
 		execve(argv[0], argv, a->qemu_envp);
 		_exit(127);
 	}
@@ -949,8 +1003,8 @@ _noreturn_ static void keeper_run(struct keeper_args *a)
 	/* Nothing of the controller's but what the keeper needs (it does not exec). */
 	{
 		int bl_dir = a->bl ? a->bl->dir_fd : -1, bl_art = a->bl ? a->bl->artifact_fd : -1;
-		int keep[11] = { a->ctl, a->agent,   a->qemu_end, a->status, a->null_fd, 2,
-				 a->qmp, a->qmp_end, bl_dir,	  bl_art,    -1 };
+		int keep[12] = { a->ctl, a->agent,   a->qemu_end, a->status, a->null_fd, 2,
+				 a->qmp, a->qmp_end, bl_dir,	  bl_art,    a->net_end, -1 };
 		int from = 3;
 
 		for (size_t i = 0; i < ELEMENTSOF(keep); i++)
@@ -984,6 +1038,7 @@ _noreturn_ static void keeper_run(struct keeper_args *a)
 
 	qemu = keeper_boot(a, deadline, &restored);
 	close(a->qemu_end);
+	close(a->net_end);
 	close(a->status);
 	if (a->qmp_end >= 0)
 		close(a->qmp_end);
@@ -1277,6 +1332,204 @@ static json_t *setup_error(const char *message)
 			 "step", "vm", "message", message);
 }
 
+/* --- network "proxy": the port "net" (forward-mux.h), served on the controller's loop --- */
+
+#define NET_SOCKET "proxy"
+
+/* Remove a command's listener socket and its directory; free dir. */
+static void net_dir_remove(char *dir)
+{
+	char path[PATH_MAX];
+
+	if (!dir)
+		return;
+	if (snprintf(path, sizeof(path), "%s/" NET_SOCKET, dir) < (int)sizeof(path))
+		(void)unlink(path);
+	(void)rmdir(dir);
+	free(dir);
+}
+
+static int net_sockaddr(const char *dir, struct sockaddr_un *sa)
+{
+	*sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
+	if (snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/" NET_SOCKET, dir) >=
+	    (int)sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/*
+ * A command's proxy listener: a Unix socket in a fresh 0700 directory (the user's runtime
+ * directory, else /tmp), which the controller serves with the allowed-domains proxy as it
+ * serves launcherd's in-netns listener; the guest's connections are connected to it.
+ */
+static int net_listener(struct vm_proc *p)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	char dir[sizeof(((struct sockaddr_un *)NULL)->sun_path)];
+	struct sockaddr_un sa;
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (isempty(rt) || strlen(rt) + sizeof("/cordon-vm-net-XXXXXX/" NET_SOCKET) > sizeof(dir))
+		rt = "/tmp";
+	(void)snprintf(dir, sizeof(dir), "%s/cordon-vm-net-XXXXXX", rt);
+	if (!mkdtemp(dir))
+		return -errno;
+	p->net_dir = strdup(dir);
+	if (!p->net_dir) {
+		(void)rmdir(dir);
+		return -ENOMEM;
+	}
+	r = net_sockaddr(p->net_dir, &sa);
+	if (r < 0)
+		return r;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(fd, (int)FWD_MAX_CONNS) < 0)
+		return -errno;
+	p->proxy_fd = TAKE_FD(fd);
+	return 0;
+}
+
+struct vm_net_conn {
+	struct vm_keeper *k;
+	struct fwd_conn *c;
+	struct event_source *src;
+	uint32_t events;
+};
+
+static uint32_t net_epoll(short poll_events)
+{
+	return (poll_events & POLLIN ? EPOLLIN : 0) | (poll_events & POLLOUT ? EPOLLOUT : 0);
+}
+
+static void net_stop(struct vm_keeper *k)
+{
+	fwd_mux_done(&k->mux);
+	event_source_free(TAKE_PTR(k->net_src));
+	k->net_fd = safe_close(k->net_fd);
+}
+
+/* After any change: write what waits for the guest, and wait for what can move now. */
+static void net_update(struct vm_keeper *k)
+{
+	uint32_t ev;
+
+	if (k->net_fd < 0)
+		return;
+	if (fwd_mux_pending(&k->mux) && fwd_mux_flush(&k->mux, k->net_fd) < 0) {
+		net_stop(k); /* (QEMU is gone: the keeper's end follows) */
+		return;
+	}
+	ev = (!k->mux.broken && fwd_mux_pending(&k->mux) < FWD_OUT_HIGH ? EPOLLIN : 0) |
+	     (fwd_mux_pending(&k->mux) ? EPOLLOUT : 0);
+	if (ev != k->net_events && event_source_set_events(k->net_src, ev) >= 0)
+		k->net_events = ev;
+	for (struct fwd_conn *c = k->mux.conns; c; c = c->next) {
+		struct vm_net_conn *nc = c->data;
+
+		ev = net_epoll(fwd_conn_events(c));
+		if (nc && ev != nc->events && event_source_set_events(nc->src, ev) >= 0)
+			nc->events = ev;
+	}
+}
+
+static int on_net_conn(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct vm_net_conn *nc = userdata;
+	struct vm_keeper *k = nc->k;
+
+	fwd_conn_io(&k->mux, nc->c, revents & (EPOLLIN | EPOLLHUP | EPOLLERR),
+		    revents & (EPOLLOUT | EPOLLHUP | EPOLLERR));
+	net_update(k);
+	return 0;
+}
+
+/* The guest opened connection id: connect it to the proxy of the newest running command of
+ * this VM that has network "proxy" (commands of one lease share the guest's loopback). */
+static int net_open(struct fwd_mux *m, uint32_t id, void *ud)
+{
+	struct vm_keeper *k = ud;
+	struct vm_data *d = k->bi->data;
+	struct vm_proc *best = NULL;
+	struct sockaddr_un sa;
+	_cleanup_close_ int fd = -1;
+
+	for (struct vm_proc *p = d->procs; p; p = p->next)
+		if (p->k == k && p->net_dir && p->sent && (!best || p->id > best->id))
+			best = p;
+	if (!best)
+		return -ECONNREFUSED;
+	if (net_sockaddr(best->net_dir, &sa) < 0)
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	return TAKE_FD(fd);
+}
+
+static void net_attach(struct fwd_mux *m, struct fwd_conn *c, void *ud)
+{
+	struct vm_keeper *k = ud;
+	struct vm_net_conn *nc = calloc(1, sizeof(*nc));
+
+	if (!nc)
+		return; /* (never watched: the guest's side times out) */
+	nc->k = k;
+	nc->c = c;
+	nc->events = EPOLLIN;
+	if (event_add_io(k->bi->host->loop, c->fd, EPOLLIN, on_net_conn, nc, &nc->src) < 0) {
+		free(nc);
+		return;
+	}
+	c->data = nc;
+}
+
+static void net_detach(struct fwd_mux *m, struct fwd_conn *c, void *ud)
+{
+	struct vm_net_conn *nc = c->data;
+
+	if (!nc)
+		return;
+	event_source_free(nc->src);
+	free(nc);
+	c->data = NULL;
+}
+
+static const struct fwd_ops net_ops = {
+	.open = net_open,
+	.attach = net_attach,
+	.detach = net_detach,
+};
+
+static int on_net(struct event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	static uint8_t buf[65536];
+	struct vm_keeper *k = userdata;
+
+	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		for (int i = 0; i < 16 && !k->mux.broken && fwd_mux_pending(&k->mux) < FWD_OUT_HIGH;
+		     i++) {
+			ssize_t n = read(fd, buf, sizeof(buf));
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno == EAGAIN)
+				break;
+			if (n <= 0) {
+				net_stop(k);
+				return 0;
+			}
+			if (fwd_mux_input(&k->mux, buf, (size_t)n) == -EBADMSG)
+				log_warning("%s: %s: the guest's forwarder sent a bad frame: its "
+					    "connections are closed",
+					    k->bi->name, k->lease[0] ? k->lease : "one-shot");
+		}
+	net_update(k);
+	return 0;
+}
+
 static void proc_free(struct vm_data *d, struct vm_proc *p)
 {
 	for (struct vm_proc **pp = &d->procs; *pp; pp = &(*pp)->next)
@@ -1290,6 +1543,10 @@ static void proc_free(struct vm_data *d, struct vm_proc *p)
 	free(p->msg);
 	for (int i = 0; i < 3; i++)
 		safe_close(p->fds[i]);
+	safe_close(p->proxy_fd);
+	net_dir_remove(p->net_dir);
+	free(p->wait_path);
+	free(p->wait_mount);
 	free(p);
 }
 
@@ -1320,6 +1577,9 @@ static void keeper_free(struct vm_data *d, struct vm_keeper *k)
 	event_source_free(k->ctl_src);
 	event_source_free(k->status_src);
 	event_source_free(k->release_timer);
+	fwd_mux_done(&k->mux);
+	event_source_free(k->net_src);
+	safe_close(k->net_fd);
 	safe_close(k->pidfd);
 	safe_close(k->ctl);
 	safe_close(k->status_fd);
@@ -1441,7 +1701,8 @@ static void proc_answer(struct vm_proc *p, const char *error)
 
 		cb(bi, NULL, -1, -1, 0, e, p->ud);
 	} else
-		cb(bi, p->sandbox, fd_dup_cloexec(p->k->pidfd, 3), -1, p->k->pid, NULL, p->ud);
+		cb(bi, p->sandbox, fd_dup_cloexec(p->k->pidfd, 3), TAKE_FD(p->proxy_fd), p->k->pid,
+		   NULL, p->ud);
 }
 
 static json_t *exit_json(struct vm_proc *p, unsigned code, unsigned sig, const char *reason)
@@ -1679,6 +1940,7 @@ static void keeper_ended(struct vm_keeper *k)
 	keeper_dispatch(k);
 	status_drain(k);
 	k->ended = true;
+	net_stop(k);
 	event_source_free(TAKE_PTR(k->pid_src));
 	event_source_free(TAKE_PTR(k->ctl_src));
 	event_source_free(TAKE_PTR(k->status_src));
@@ -1810,7 +2072,7 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 	struct keeper_args ka = { 0 };
 	struct vm_keeper *k = NULL;
 	int sv[2] = { -1, -1 }, cs[2] = { -1, -1 }, st[2] = { -1, -1 }, null_fd = -1, pidfd = -1;
-	int qm[2] = { -1, -1 };
+	int qm[2] = { -1, -1 }, ns[2] = { -1, -1 };
 	struct vmb_job *job = NULL;
 	int r;
 	bool has_ws = ws && ws->host_path && ws->mount_point;
@@ -1853,7 +2115,7 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 		append = NULL;
 		goto fail;
 	}
-	qargv = calloc(48, sizeof(char *));
+	qargv = calloc(56, sizeof(char *));
 	if (!qargv)
 		goto fail;
 #define Q(s)                                    \
@@ -1898,6 +2160,12 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 	Q("virtserialport,chardev=agent,name=agent");
 	Q("-chardev");
 	Q("socket,id=agent,fd=3");
+	/* Network "proxy"'s connections (forward-mux.h); the guest's forwarder opens it only when a
+	 * command needs the proxy. */
+	Q("-device");
+	Q("virtserialport,chardev=net,name=net");
+	Q("-chardev");
+	Q("socket,id=net,fd=6");
 	if (has_ws) {
 		wpath = qemu_escape(ws->host_path);
 		if (!wpath)
@@ -1934,7 +2202,8 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 	}
 	r = -errno;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cs) < 0 || pipe2(st, O_CLOEXEC) < 0)
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cs) < 0 ||
+	    pipe2(st, O_CLOEXEC) < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ns) < 0)
 		goto fail;
 	if (d->bl && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, qm) < 0)
 		goto fail;
@@ -1958,6 +2227,7 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 		.qmp = qm[0],
 		.qmp_end = qm[1],
 		.bl = job,
+		.net_end = ns[1],
 	};
 	pid = fork_pidfd(&pidfd);
 	if (pid < 0) {
@@ -1980,9 +2250,12 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 	safe_close(null_fd);
 	safe_close(qm[0]);
 	safe_close(qm[1]);
+	safe_close(ns[1]);
 	vmb_job_free(job);
 	free(init.d);
 	k->bi = bi;
+	k->net_fd = ns[0];
+	fwd_mux_init(&k->mux, &net_ops, k);
 	k->pid = pid;
 	k->pidfd = pidfd;
 	k->ctl = cs[0];
@@ -1995,7 +2268,11 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 		(void)snprintf(k->lease, sizeof(k->lease), "%s", lease);
 	(void)fcntl(cs[0], F_SETFL, O_NONBLOCK);
 	(void)fcntl(st[0], F_SETFL, O_NONBLOCK);
+	(void)fcntl(ns[0], F_SETFL, O_NONBLOCK);
+	k->net_events = EPOLLIN;
 	r = event_add_io(bi->host->loop, pidfd, EPOLLIN, on_keeper, k, &k->pid_src);
+	if (r >= 0)
+		r = event_add_io(bi->host->loop, ns[0], EPOLLIN, on_net, k, &k->net_src);
 	if (r >= 0)
 		r = event_add_io(bi->host->loop, cs[0], EPOLLIN, on_ctl, k, &k->ctl_src);
 	if (r >= 0)
@@ -2025,6 +2302,8 @@ fail:
 	safe_close(null_fd);
 	safe_close(qm[0]);
 	safe_close(qm[1]);
+	safe_close(ns[0]);
+	safe_close(ns[1]);
 	vmb_job_free(job);
 	return r;
 }
@@ -2038,6 +2317,116 @@ static int stdio_fd(json_t *plan, const char *name, const int *fds, size_t n_fds
 	return k >= 0 && (size_t)k < n_fds ? fds[k] : -1;
 }
 
+/* A one-shot's VM: started; the command handed over once it is ready. */
+static int oneshot_boot(struct backend_instance *bi, struct vm_proc *p,
+			const struct backend_workspace *ws)
+{
+	struct vm_data *d = bi->data;
+	struct vm_keeper *k;
+	int r = keeper_start(bi, NULL, ws, &k);
+
+	if (r < 0)
+		return r;
+	p->k = k;
+	p->id = k->next_id++;
+	vm_put32(p->msg + 1, p->id);
+	k->oneshot = p;
+	p->next = d->procs;
+	d->procs = p;
+	return 0;
+}
+
+/* Network "proxy" needs the forwarder in the default initramfs: fetched, and the initramfs
+ * rebuilt with it, on first use (an initramfs of one's own carries its own). */
+static bool net_needs_fetch(struct vm_data *d)
+{
+	_cleanup_free_ char *forward = NULL, *agent = NULL;
+
+	if (!d->initrd_default)
+		return false;
+	forward = forward_path(d);
+	if (!forward || asprintf(&agent, "%s/agent", d->helpers_dir) < 0)
+		return true;
+	return initramfs_stale(d, agent, forward);
+}
+
+/* The forwarder's fetch ended: the one-shots that waited for it boot, or fail saying why. */
+static void on_net_fetched(struct backend_instance *bi, int r, const char *message, void *ud)
+{
+	struct vm_data *d = bi->data;
+	struct vm_proc *waiting = TAKE_PTR(d->net_wait);
+
+	if (r < 0)
+		log_warning("%s: cannot fetch the guest's forwarder (network proxy): %s", bi->name,
+			    message ? message : strerror(-r));
+	while (waiting) {
+		struct vm_proc *p = waiting;
+		backend_spawn_cb cb = TAKE_PTR(p->cb);
+		struct backend_workspace ws = { .host_path = p->wait_path,
+						.dir_fd = -1,
+						.read_only = p->wait_ro,
+						.mount_point = p->wait_mount };
+		char msg[1200];
+		int k = r;
+
+		waiting = p->next;
+		p->next = NULL;
+		if (k >= 0)
+			k = oneshot_boot(bi, p, p->wait_ws ? &ws : NULL);
+		if (k >= 0) {
+			p->cb = cb;
+			continue;
+		}
+		if (r < 0)
+			(void)snprintf(msg, sizeof(msg), "network proxy: the guest's forwarder: %s",
+				       message ? message : strerror(-r));
+		else
+			(void)snprintf(msg, sizeof(msg), "cannot start the VM: %s", strerror(-k));
+		{
+			_cleanup_json_ json_t *e = setup_error(msg);
+			void *pud = p->ud;
+
+			proc_free(d, p);
+			cb(bi, NULL, -1, -1, 0, e, pud);
+		}
+	}
+}
+
+static int net_fetch(struct backend_instance *bi)
+{
+	struct vm_data *d = bi->data;
+	const char *tool = getenv("CORDON_VM_HELPERS");
+	struct vm_prep *p = calloc(1, sizeof(*p));
+	char *argv[8];
+	size_t n = 0;
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	*p = (struct vm_prep){
+		.bi = bi, .done = on_net_fetched, .net = true, .pidfd = -1, .err_fd = -1
+	};
+	argv[n++] = (char *)(!isempty(tool) ? tool : CORDON_LIBEXECDIR "/cordon-vm-helpers");
+	argv[n++] = (char *)"fetch";
+	argv[n++] = (char *)"--dir";
+	argv[n++] = d->helpers_dir;
+	if (d->helpers_base_url) {
+		argv[n++] = (char *)"--base-url";
+		argv[n++] = d->helpers_base_url;
+	}
+	argv[n++] = (char *)"forward";
+	argv[n] = NULL;
+	log_info("%s: fetching the guest's forwarder (network proxy) into %s", bi->name,
+		 d->helpers_dir);
+	r = prep_spawn(p, argv);
+	if (r < 0) {
+		prep_free(p);
+		return r;
+	}
+	d->prep = p;
+	return 0;
+}
+
 static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req,
 		    backend_spawn_cb cb, void *ud)
 {
@@ -2046,8 +2435,8 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 	_cleanup_strv_free_ char **argv = NULL, **envp = NULL;
 	struct bytes msg = { 0 };
 	struct field_error fe;
-	const char *cwd = NULL;
-	uint64_t timeout_ms = 0;
+	const char *cwd = NULL, *net = NULL;
+	uint64_t timeout_ms = 0, proxy_port = VM_PROXY_PORT;
 	struct vm_keeper *k = NULL;
 	struct vm_proc *p;
 	size_t argc = 0, envc = 0;
@@ -2065,8 +2454,18 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 	if (r >= 0)
 		r = ipc_json_get_uint64(req->plan, "timeoutMs", false, 0, UINT64_C(1) << 40, "plan",
 					&timeout_ms, &fe);
+	if (r >= 0)
+		r = ipc_json_get_string(req->plan, "network", false, "plan", &net, &fe);
+	if (r >= 0)
+		r = ipc_json_get_uint64(req->plan, "proxyPort", false, 1, 65535, "plan",
+					&proxy_port, &fe);
 	if (r < 0)
 		return r;
+	/* (the descriptor claims these two; the core refuses other modes before this) */
+	if (net && !streq(net, "none") && !streq(net, "proxy"))
+		return -EOPNOTSUPP;
+	if (net && streq(net, "proxy") && proxy_port != VM_PROXY_PORT)
+		return -EOPNOTSUPP;
 	if (req->lease) {
 		const char *why = NULL;
 		char buf[700];
@@ -2092,7 +2491,14 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->fds[0] = p->fds[1] = p->fds[2] = -1;
+	p->fds[0] = p->fds[1] = p->fds[2] = p->proxy_fd = -1;
+	if (net && streq(net, "proxy")) {
+		r = net_listener(p);
+		if (r < 0) {
+			log_warning_errno(r, "%s: cannot make the proxy's listener: %m", bi->name);
+			goto fail;
+		}
+	}
 	/* VK_EXEC: fd mask, then the agent's EXEC: id, flags, counts, cwd, argv, env. */
 	{
 		static const char *const names[] = { "stdin", "stdout", "stderr" };
@@ -2116,7 +2522,8 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 		}
 		p->fd_mask = fixed[0];
 		/* id at fixed + 1, filled below */
-		fixed[5] = k && ro && !k->read_only ? VM_EXEC_READ_ONLY : 0;
+		fixed[5] = (uint8_t)((k && ro && !k->read_only ? VM_EXEC_READ_ONLY : 0) |
+				     (p->net_dir ? VM_EXEC_PROXY : 0));
 		vm_put32(fixed + 6, (uint32_t)argc);
 		vm_put32(fixed + 10, (uint32_t)envc);
 		bytes_add(&msg, fixed, sizeof(fixed));
@@ -2135,19 +2542,36 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 	p->start_usec = now_usec();
 	(void)snprintf(p->sandbox, sizeof(p->sandbox), "vm-%llu", ++d->next);
 
-	if (!k) {
-		/* A one-shot: a VM of its own, the command handed over once it is ready. */
-		r = keeper_start(bi, NULL, ws, &k);
-		if (r < 0)
-			goto fail;
-		p->k = k;
-		p->id = k->next_id++;
-		vm_put32(p->msg + 1, p->id);
+	if (!k && p->net_dir && net_needs_fetch(d)) {
+		/* Network "proxy" and no forwarder in the initramfs yet: fetched (and the
+		 * initramfs rebuilt) first; the VM boots once that is done. */
 		p->cb = cb;
 		p->ud = ud;
-		k->oneshot = p;
-		p->next = d->procs;
-		d->procs = p;
+		r = -ENOMEM;
+		p->wait_ws = ws && ws->host_path && ws->mount_point;
+		if (p->wait_ws) {
+			p->wait_ro = ws->read_only;
+			p->wait_path = strdup(ws->host_path);
+			p->wait_mount = strdup(ws->mount_point);
+			if (!p->wait_path || !p->wait_mount)
+				goto fail;
+		}
+		if (!d->prep) {
+			r = net_fetch(bi);
+			if (r < 0)
+				goto fail;
+		}
+		p->next = d->net_wait;
+		d->net_wait = p;
+		return 0;
+	}
+	if (!k) {
+		/* A one-shot: a VM of its own, the command handed over once it is ready. */
+		r = oneshot_boot(bi, p, ws);
+		if (r < 0)
+			goto fail;
+		p->cb = cb;
+		p->ud = ud;
 		return 0;
 	}
 	p->k = k;
@@ -2163,13 +2587,17 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 		cb(bi, NULL, -1, -1, 0, e, ud);
 		return 0;
 	}
-	cb(bi, p->sandbox, fd_dup_cloexec(k->pidfd, 3), -1, k->pid, NULL, ud);
+	cb(bi, p->sandbox, fd_dup_cloexec(k->pidfd, 3), TAKE_FD(p->proxy_fd), k->pid, NULL, ud);
 	return 0;
 
 fail:
 	free(msg.d);
 	for (int i = 0; i < 3; i++)
 		safe_close(p->fds[i]);
+	safe_close(p->proxy_fd);
+	net_dir_remove(p->net_dir);
+	free(p->wait_path);
+	free(p->wait_mount);
 	free(p->msg);
 	free(p);
 	return r;
@@ -2245,6 +2673,9 @@ static int vm_dispose(struct backend_instance *bi)
 {
 	struct vm_data *d = bi->data;
 
+	/* One-shots waiting for the forwarder's fetch: answered. */
+	if (d && d->net_wait)
+		on_net_fetched(bi, -ECANCELED, "the backend was disposed", NULL);
 	while (d && d->procs) {
 		struct vm_proc *p = d->procs;
 

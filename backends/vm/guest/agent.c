@@ -15,6 +15,8 @@
 #include <fcntl.h>
 #include <linux/random.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -142,7 +144,7 @@ static void load_modules(void)
 	}
 }
 
-static int open_port(void)
+static int open_port(const char *want)
 {
 	for (int i = 0; i < 4000; i++) {
 		DIR *d = opendir("/sys/class/virtio-ports");
@@ -161,7 +163,7 @@ static int open_port(void)
 			if (fgets(name, sizeof(name), f))
 				name[strcspn(name, "\n")] = 0;
 			fclose(f);
-			if (strcmp(name, "agent") == 0) {
+			if (strcmp(name, want) == 0) {
 				closedir(d);
 				(void)snprintf(p, sizeof(p), "/dev/%s", e->d_name);
 				return open(p, O_RDWR | O_CLOEXEC);
@@ -371,6 +373,58 @@ static int workspace_read_only(void)
 }
 
 /* EXEC: u32 id, u8 flags, then what parse_exec() reads. */
+/*
+ * Network "proxy": the forwarder (/sbin/cordon-forward, guest/forward.c), started once, in a
+ * session of its own, the first time a command needs it. The listener is made here, so that it
+ * listens before the command runs; the forwarder gets it as fd 3 and the port "net" as fd 4.
+ */
+#define FORWARDER "/sbin/cordon-forward"
+static pid_t forward_pid = -1;
+
+static const char *forward_start(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(VM_PROXY_PORT),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1, s, net;
+	pid_t pid;
+
+	if (forward_pid > 0)
+		return NULL;
+	if (access(FORWARDER, X_OK) < 0)
+		return "network proxy: this VM has no forwarder (" FORWARDER ")";
+	net = open_port("net");
+	if (net < 0)
+		return "network proxy: this VM has no port \"net\"";
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, 128) < 0) {
+		if (s >= 0)
+			close(s);
+		close(net);
+		return "network proxy: cannot listen on the proxy port";
+	}
+	pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		int a = fcntl(s, F_DUPFD, 10), b = fcntl(net, F_DUPFD, 10);
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		(void)setsid();
+		if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0)
+			_exit(127);
+		execl(FORWARDER, FORWARDER, (char *)NULL);
+		_exit(127);
+	}
+	close(s);
+	close(net);
+	if (pid < 0)
+		return "network proxy: cannot start the forwarder";
+	forward_pid = pid;
+	return NULL;
+}
+
 static void do_exec(uint8_t *b, uint32_t len)
 {
 	char **argv = NULL, **envp = NULL, *cwd = NULL;
@@ -388,6 +442,15 @@ static void do_exec(uint8_t *b, uint32_t len)
 		send_frame(VM_ERROR, b, 4); /* (the id, no text: a bad frame) */
 		send_exit(id, 126, 0);
 		goto out;
+	}
+	if (flags & VM_EXEC_PROXY) {
+		const char *why = forward_start();
+
+		if (why) {
+			send_error(id, "%s (%s)", why);
+			send_exit(id, 126, 0);
+			goto out;
+		}
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
@@ -537,7 +600,7 @@ int main(void)
 	}
 	load_modules();
 	lo_up();
-	port = open_port();
+	port = open_port("agent");
 	if (port < 0)
 		die_poweroff();
 	{
@@ -637,6 +700,9 @@ int main(void)
 
 			if (w <= 0)
 				break;
+			if (w == forward_pid)
+				forward_pid =
+					-1; /* (the next command that needs it starts it anew) */
 			for (struct cmd *c = cmds; c; c = c->next)
 				if (c->pid == w && !c->done) {
 					c->status = st;
