@@ -138,7 +138,7 @@ noinst_PROGRAMS += fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer \
 FUZZ_CAMPAIGN_BINARIES = fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer fuzz-tar-libfuzzer \
 	fuzz-policy-libfuzzer fuzz-proxy-request-libfuzzer fuzz-backend-descriptor-libfuzzer \
 	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer \
-	fuzz-launcherd-audit-libfuzzer
+	fuzz-launcherd-audit-libfuzzer fuzz-forward-mux-libfuzzer
 FUZZ_CAMPAIGN_CF = $(TEST_UNIT_CFLAGS) -fsanitize=fuzzer,address
 FUZZ_CAMPAIGN_LD = -fsanitize=fuzzer,address
 fuzz_ipc_frame_libfuzzer_SOURCES = %reldir%/fuzz/fuzz-ipc-frame.c
@@ -165,7 +165,7 @@ fuzz_launcherd_audit_libfuzzer_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
 FUZZ_SECONDS = 600
 FUZZ_FLAGS =
 FUZZ_CAMPAIGNS = ipc-frame jsonrpc policy proxy-request backend-descriptor launcherd-plan \
-	launcherd-floor launcherd-audit
+	launcherd-floor launcherd-audit forward-mux
 fuzz-campaigns: $(FUZZ_CAMPAIGN_BINARIES)
 	@failed=; for t in $(FUZZ_CAMPAIGNS); do \
 	  d=fuzz-campaigns/$$t; \

@@ -31,6 +31,20 @@ TESTS += tests/integration/vm-baseline.sh
 EXTRA_DIST += tests/integration/vm-baseline.sh
 TESTS += tests/integration/vm-proxy.sh
 EXTRA_DIST += tests/integration/vm-proxy.sh
+## Network "proxy"'s multiplexer on arbitrary guest bytes; make check replays
+## tests/fuzz/corpus/forward-mux/.
+check_PROGRAMS += tests/fuzz/fuzz-forward-mux
+TESTS += tests/fuzz/fuzz-forward-mux
+tests_fuzz_fuzz_forward_mux_SOURCES = tests/fuzz/fuzz-forward-mux.c tests/fuzz/fuzz-main.c \
+	backends/vm/forward-mux.c backends/vm/forward-mux.h
+tests_fuzz_fuzz_forward_mux_LDADD = $(FUZZ_REPLAY_LDADD)
+if ENABLE_FUZZING
+noinst_PROGRAMS += fuzz-forward-mux-libfuzzer
+fuzz_forward_mux_libfuzzer_SOURCES = tests/fuzz/fuzz-forward-mux.c backends/vm/forward-mux.c \
+	backends/vm/forward-mux.h
+fuzz_forward_mux_libfuzzer_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer,address
+fuzz_forward_mux_libfuzzer_LDFLAGS = -fsanitize=fuzzer,address
+endif
 
 ## The guest helpers (vm-helpers.h): not installed, but fetched on first use into <vmDir>/bin
 ## and verified against helper-pins.txt (compiled in as vm-helpers-pins.h), by

@@ -18,6 +18,12 @@
  * launcher-lost), and a lease whose VM died is lost: a backend-lease-lost event, and its later
  * spawns fail saying why.
  *
+ * Network "proxy" (the guest still has no NIC): every VM has a second port, "net", whose host end
+ * the controller serves here (forward-mux.h): a command with network "proxy" gets a Unix listener
+ * that the core serves with the allowed-domains proxy, and the guest's forwarder (the helper
+ * `forward`, fetched on the first such spawn) carries each connection to 127.0.0.1:3128 in the
+ * guest over the port; each becomes one connection to that listener (backends/vm/README.md).
+ *
  * Timeouts and kills are the controller's: a SIGNAL to the guest (SIGKILL for a timeout), the
  * reason from what was asked.
  *

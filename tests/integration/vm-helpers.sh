@@ -56,7 +56,11 @@ fi
 # --- the server: python3's http.server on a free loopback port, logging each request ---
 SRV="$TEST_TMP/srv"
 mkdir -p "$SRV/good" "$SRV/bad"
-cp "$TEST_TMP/b1/out/agent" "$SRV/good/agent"
+cp "$TEST_TMP/b1/out/agent" "$TEST_TMP/b1/out/forward" "$SRV/good/"
+# (the forwarder is good in every mirror: the tampering is the agent's)
+mkdir -p "$SRV/big"
+cp "$SRV/good/forward" "$SRV/bad/forward"
+cp "$SRV/good/forward" "$SRV/big/forward"
 # same size, one byte changed
 cp "$SRV/good/agent" "$SRV/bad/agent"
 printf 'X' | dd of="$SRV/bad/agent" bs=1 seek=1000 conv=notrunc status=none
@@ -107,7 +111,7 @@ out=$("$CORDON" vm fetch-helpers --base-url "$URL/good" 2>&1)
 case $out in *"agent: reused"*) r=0 ;; *) r=1 ;; esac
 ok $r "the second fetch reuses it ($(one "$out"))"
 is 1 "$(gets good/agent)" "the server saw one GET"
-is agent "$(ls -A "$BIN")" "nothing else is left in bin"
+is "agent forward" "$(ls -A "$BIN" | tr '\n' ' ' | sed 's/ $//')" "every helper, nothing else is left in bin"
 out=$("$CORDON" vm fetch-helpers --json --base-url "$URL/good" 2>&1)
 is "reused $GOOD_SHA" "$(printf '%s' "$out" | python3 -c 'import json,sys; h=json.load(sys.stdin)["helpers"][0]; print(h["state"], h["sha256"])' 2>&1)" \
 	"--json lists each helper's state and digest"
@@ -128,7 +132,6 @@ is 1 $? "a tampered helper on the server is refused"
 case $out in *"helper agent"*"$BAD_SHA"*"$GOOD_SHA"*) r=0 ;; *) r=1 ;; esac
 ok $r "the refusal names the helper and both digests ($(one "$out"))"
 is "" "$(ls -A "$TEST_TMP/t1" 2>&1)" "nothing is left in bin"
-mkdir -p "$SRV/big"
 { cat "$SRV/good/agent"; echo extra; } >"$SRV/big/agent"
 out=$("$TOOL" fetch --dir "$TEST_TMP/t2" --base-url "$URL/big" 2>&1)
 r=$?

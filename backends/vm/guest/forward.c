@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../forward-mux.h"
@@ -34,6 +35,16 @@ int main(void)
 	(void)fcntl(LISTEN_FD, F_SETFL, O_NONBLOCK);
 	(void)fcntl(PORT_FD, F_SETFL, O_NONBLOCK);
 	fwd_mux_init(&m, NULL, NULL);
+	{
+		/* Ids from the boot clock's microseconds: one started again after one that died
+		 * does not reuse the ids the host may still hold from it. */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_BOOTTIME, &ts);
+		m.next_id = (uint32_t)((uint64_t)ts.tv_sec * 1000000ULL +
+				       (uint64_t)ts.tv_nsec / 1000ULL) |
+			    1U;
+	}
 	for (;;) {
 		size_t n = 0, want = 2 + m.n_conns;
 
@@ -70,7 +81,8 @@ int main(void)
 
 			if (k < 0 && errno != EAGAIN && errno != EINTR)
 				return 1;
-			/* (virtio-serial reads 0 while the host is not connected: nothing to do) */
+			if (k == 0)
+				return 0; /* the host let go of the port */
 			if (k > 0 && fwd_mux_input(&m, buf, (size_t)k) < 0)
 				return 1;
 			/* pc[] entries may be freed now: poll again */
