@@ -3,7 +3,8 @@
 # with `cordon exec --sandbox ID -- /bin/true` in a warm lease (one VM, booted at acquire), timed
 # in alternation by bench-paired (cold-run's ratio is how many warm commands one boot costs); then the steps behind each, from the controller's log: QEMU's
 # start to the kernel (process, firmware, kernel load), the guest kernel's boot to the agent's
-# hello, and the exec round trip inside the VM (EXEC sent to EXIT received by the VM's keeper).
+# hello, and the exec round trip inside the VM (EXEC sent to EXIT received by the VM's keeper);
+# and a GET through network "proxy" from a warm VM lease paired with the same from an auto lease.
 # Run from a build tree after `make bench`:
 #   bench/vm.sh [ROUNDS] [KERNEL_DIR]     (default 15; KERNEL_DIR holds vmlinux, as
 #                                          backends/vm/fetch-kernel.sh makes it)
@@ -46,6 +47,36 @@ echo "builtin:vm, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $rounds 
 	::: warm-exec "$b/cordon" exec --sandbox "$sid" -- /bin/true \
 	::: cold-run "$b/cordon" run -- /bin/true || exit 1
 "$b/cordon" sandbox release "$sid" >/dev/null
+
+# Network "proxy": one HTTP GET through the allowed-domains proxy from a warm lease, the VM's
+# (the guest's forwarder, the port "net", the controller's proxy) paired with auto's (the
+# listener in the sandbox's netns), both with busybox wget against a server on 127.0.0.1.
+python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers()
+        self.wfile.write(b"hi\n")
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+s.serve_forever()' "$tmp/port" &
+srv=$!
+for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+port=$(cat "$tmp/port")
+net=(--net proxy --allow-domain "good.test:$port" --resolve "good.test:$port:127.0.0.1")
+get=(/bin/busybox wget -q -O /dev/null "http://good.test:$port/")
+# (a one-shot first: it fetches the forwarder, which the lease's VM then boots with)
+"$b/cordon" run "${net[@]}" -- "${get[@]}" >/dev/null &&
+	vsid=$("$b/cordon" sandbox acquire "${net[@]}") &&
+	"$b/cordon" backend activate builtin:auto >/dev/null &&
+	asid=$("$b/cordon" sandbox acquire "${net[@]}") &&
+	"$b/bench/bench-paired" -n "$rounds" -w 1 \
+		::: vm-proxy-get "$b/cordon" exec --sandbox "$vsid" -- "${get[@]}" \
+		::: auto-proxy-get "$b/cordon" exec --sandbox "$asid" -- "${get[@]}"
+"$b/cordon" sandbox release "$vsid" >/dev/null 2>&1
+"$b/cordon" sandbox release "$asid" >/dev/null 2>&1
+kill "$srv" 2>/dev/null
 # The steps, from the controller's log (the lease's own boot included among the boots).
 python3 - "$log" <<'PY'
 import re, statistics, sys

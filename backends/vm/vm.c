@@ -136,6 +136,7 @@ struct vm_keeper {
 	size_t status_len;
 	char reason[512]; /* why the VM is gone */
 	bool has_ws, read_only;
+	bool has_forward; /* booted with the forwarder in its initramfs (network "proxy") */
 	bool ready, ended, quitting;
 	uint32_t next_id;
 	unsigned long long t_start;
@@ -1340,6 +1341,9 @@ static json_t *setup_error(const char *message)
 
 /* --- network "proxy": the port "net" (forward-mux.h), served on the controller's loop --- */
 
+static bool net_needs_fetch(struct vm_data *d);
+static int net_fetch(struct backend_instance *bi);
+
 #define NET_SOCKET "proxy"
 
 /* Remove a command's listener socket and its directory; free dir. */
@@ -2260,6 +2264,7 @@ static int keeper_start(struct backend_instance *bi, const char *lease,
 	vmb_job_free(job);
 	free(init.d);
 	k->bi = bi;
+	k->has_forward = !net_needs_fetch(d);
 	k->net_fd = ns[0];
 	fwd_mux_init(&k->mux, &net_ops, k);
 	k->pid = pid;
@@ -2486,6 +2491,13 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 			why = "the lease's VM is not running";
 		else if (k->read_only && !ro && ws && ws->host_path)
 			why = "the lease's workspace is read-only";
+		else if (net && streq(net, "proxy") && !k->has_forward) {
+			/* Booted before the forwarder was fetched: fetched now, for the next VM. */
+			if (!d->prep && net_needs_fetch(d))
+				(void)net_fetch(bi);
+			why = "network proxy: the lease's VM was booted without the guest's "
+			      "forwarder, which is fetched on first use: acquire the lease again";
+		}
 		if (why) {
 			_cleanup_json_ json_t *e = setup_error(why);
 

@@ -4,7 +4,8 @@
 # port "net" to the controller's allowed-domains proxy, which decides as under auto. Under TCG
 # here, with the kernel of $CORDON_VM_CACHE (see vm-backend.sh) and the helpers built into an
 # offline mirror. Checks: an activation and `none` commands never fetch the forwarder (and
-# `none` has no way out: no route, nothing on the proxy port); the first `proxy` command fetches
+# `none` has no way out: no route, nothing on the proxy port); a lease booted before the
+# forwarder was fetched refuses a proxy command saying why; the first `proxy` command fetches
 # it (verified against its pin) and rebuilds the initramfs with it; a command in the VM reaches an
 # allowed, pinned name served on the host's 127.0.0.1 through the proxy env vars, plain HTTP and
 # CONNECT; a name not allowed gets 403 and a `net` audit event `denied`; an allowed one `allowed`
@@ -84,6 +85,15 @@ out closed" "$out" "none: only lo, nothing on 127.0.0.1:3128, no route out"
 ok $? "a none command does not fetch the forwarder"
 
 net=(--net proxy --allow-domain "good.test:$port" --resolve "good.test:$port:127.0.0.1")
+# A lease acquired before the forwarder was ever fetched: its VM has none, and a proxy command
+# there fails saying so (the fetch starts, for the next VM).
+sid=$("$CORDON" sandbox acquire "${net[@]}" 2>"$TEST_TMP/err")
+ok $? "a proxy lease acquired before the forwarder is fetched ($sid $(head -c 300 "$TEST_TMP/err"))"
+out=$("$CORDON" exec --sandbox "$sid" -- true 2>&1)
+rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q "booted without the guest's forwarder"
+ok $? "a proxy command in it fails saying why (rc $rc: $(echo "$out" | head -c 300))"
+"$CORDON" sandbox release "$sid" >/dev/null 2>&1
 out=$("$CORDON" run "${net[@]}" -- sh -c 'echo "$http_proxy $HTTPS_PROXY"; wget -q -O - http://good.test:'"$port"'/' 2>"$TEST_TMP/err")
 rc=$?
 is "0 http://127.0.0.1:3128 http://127.0.0.1:3128
