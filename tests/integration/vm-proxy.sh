@@ -73,6 +73,12 @@ ok $? "builtin:vm activates ($out)"
 ok $? "the descriptor claims networkModes none and proxy"
 [ ! -e "$VMD/bin/forward" ]
 ok $? "the activation does not fetch the forwarder"
+for m in loopback host; do
+	out=$("$CORDON" run --net $m -- true 2>&1)
+	rc=$?
+	[ $rc -ne 0 ] && ! echo "$out" | grep -q "booted without"
+	ok $? "network $m is still refused (rc $rc: $(echo "$out" | head -c 200))"
+done
 
 # none: no way out, and nothing listens on the proxy port (busybox nc).
 out=$("$CORDON" run --net none -- sh -c 'ip -o link | cut -d: -f2 | tr -d " \n"; echo;
