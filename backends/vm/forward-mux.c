@@ -245,18 +245,23 @@ static bool conn_read(struct fwd_mux *m, struct fwd_conn *c)
 	return true;
 }
 
-void fwd_conn_io(struct fwd_mux *m, struct fwd_conn *c, bool readable, bool writable)
+void fwd_conn_io(struct fwd_mux *m, struct fwd_conn *c, bool readable, bool writable, bool hangup)
 {
-	if (writable && c->wlen && !conn_write(m, c))
+	if ((writable || hangup) && c->wlen && !conn_write(m, c))
 		return;
-	if (readable)
-		(void)conn_read(m, c);
+	if ((readable || hangup) && !conn_read(m, c))
+		return;
+	/* A poller reports a hang-up whatever it waits for: watching it would spin. */
+	if (hangup)
+		c->hup = true;
 }
 
 short fwd_conn_events(const struct fwd_conn *c)
 {
 	short e = 0;
 
+	if (c->hup)
+		return 0;
 	if (!c->rd_eof && c->unacked < FWD_WINDOW)
 		e |= POLLIN;
 	if (c->wlen)
@@ -319,6 +324,8 @@ static void handle(struct fwd_mux *m, const struct fwd_frame *f)
 			return;
 		}
 		c->unacked -= f->ack;
+		if (c->hup)
+			(void)conn_read(m, c); /* (not watched: what is left, now) */
 		return;
 	case FWD_SHUT:
 		if (!c || c->peer_shut)

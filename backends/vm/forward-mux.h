@@ -70,7 +70,10 @@ struct fwd_conn {
 	bool rd_eof;	/* fd read EOF; SHUT sent */
 	bool peer_shut; /* SHUT received */
 	bool wr_shut;	/* shutdown(fd, SHUT_WR) done */
-	void *data;	/* the driver's */
+	/* The fd hung up (a poller reports that whatever it waits for): not watched any more;
+	 * what is left to read is read when an ACK opens the window. */
+	bool hup;
+	void *data; /* the driver's */
 };
 
 struct fwd_ops {
@@ -104,9 +107,10 @@ void fwd_mux_done(struct fwd_mux *m);
 int fwd_mux_input(struct fwd_mux *m, const uint8_t *data, size_t len);
 /* Guest: a connection accepted on fd (non-blocking; owned from now on): OPEN. */
 int fwd_mux_accept(struct fwd_mux *m, int fd);
-/* c's fd is readable and/or writable (or hung up): move bytes; c may be freed. */
-void fwd_conn_io(struct fwd_mux *m, struct fwd_conn *c, bool readable, bool writable);
-/* What to wait for on c's fd: POLLIN while its window has room, POLLOUT while bytes wait. */
+/* c's fd is readable and/or writable, or hung up: move bytes; c may be freed. */
+void fwd_conn_io(struct fwd_mux *m, struct fwd_conn *c, bool readable, bool writable, bool hangup);
+/* What to wait for on c's fd: POLLIN while its window has room, POLLOUT while bytes wait;
+ * nothing once it hung up (c->hup: the driver stops watching the fd). */
 short fwd_conn_events(const struct fwd_conn *c);
 /* Bytes waiting for the port. */
 static inline size_t fwd_mux_pending(const struct fwd_mux *m)

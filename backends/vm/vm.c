@@ -1439,8 +1439,13 @@ static void net_update(struct vm_keeper *k)
 	for (struct fwd_conn *c = k->mux.conns; c; c = c->next) {
 		struct vm_net_conn *nc = c->data;
 
+		if (nc && nc->src && c->hup) {
+			/* (epoll reports a hang-up whatever it waits for) */
+			event_source_free(TAKE_PTR(nc->src));
+			continue;
+		}
 		ev = net_epoll(fwd_conn_events(c));
-		if (nc && ev != nc->events && event_source_set_events(nc->src, ev) >= 0)
+		if (nc && nc->src && ev != nc->events && event_source_set_events(nc->src, ev) >= 0)
 			nc->events = ev;
 	}
 }
@@ -1450,8 +1455,8 @@ static int on_net_conn(struct event_source *s, int fd, uint32_t revents, void *u
 	struct vm_net_conn *nc = userdata;
 	struct vm_keeper *k = nc->k;
 
-	fwd_conn_io(&k->mux, nc->c, revents & (EPOLLIN | EPOLLHUP | EPOLLERR),
-		    revents & (EPOLLOUT | EPOLLHUP | EPOLLERR));
+	fwd_conn_io(&k->mux, nc->c, revents & EPOLLIN, revents & EPOLLOUT,
+		    revents & (EPOLLHUP | EPOLLERR));
 	net_update(k);
 	return 0;
 }

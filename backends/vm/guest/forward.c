@@ -68,7 +68,8 @@ int main(void)
 					.events = POLLIN };
 		pc[n++] = NULL;
 		for (struct fwd_conn *c = m.conns; c; c = c->next) {
-			p[n] = (struct pollfd){ .fd = c->fd, .events = fwd_conn_events(c) };
+			p[n] = (struct pollfd){ .fd = c->hup ? -1 : c->fd,
+						.events = fwd_conn_events(c) };
 			pc[n++] = c;
 		}
 		if (poll(p, n, -1) < 0) {
@@ -106,9 +107,9 @@ int main(void)
 				continue;
 			for (struct fwd_conn *c = m.conns; c; c = c->next)
 				if (c == pc[i]) {
-					fwd_conn_io(&m, c,
-						    p[i].revents & (POLLIN | POLLHUP | POLLERR),
-						    p[i].revents & (POLLOUT | POLLHUP | POLLERR));
+					fwd_conn_io(&m, c, p[i].revents & POLLIN,
+						    p[i].revents & POLLOUT,
+						    p[i].revents & (POLLHUP | POLLERR));
 					break;
 				}
 		}
