@@ -7,7 +7,8 @@
  * running at once, each with its own id: its stdout and stderr streamed apart, its stdin fed
  * until STDIN_EOF (one STDIN frame at a time, each acknowledged once written), signals
  * forwarded to its session; EXIT (code or signal) once it ended, after which the command's
- * whole session is killed. The VM powers off when the host closes the port.
+ * whole session is killed. A command with network "proxy" (VM_EXEC_PROXY) first gets the
+ * forwarder started (guest/forward.c). The VM powers off when the host closes the port.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -372,7 +373,6 @@ static int workspace_read_only(void)
 	return 0;
 }
 
-/* EXEC: u32 id, u8 flags, then what parse_exec() reads. */
 /*
  * Network "proxy": the forwarder (/sbin/cordon-forward, guest/forward.c), started once, in a
  * session of its own, the first time a command needs it. The listener is made here, so that it
@@ -425,6 +425,7 @@ static const char *forward_start(void)
 	return NULL;
 }
 
+/* EXEC: u32 id, u8 flags, then what parse_exec() reads. */
 static void do_exec(uint8_t *b, uint32_t len)
 {
 	char **argv = NULL, **envp = NULL, *cwd = NULL;
