@@ -28,7 +28,8 @@ static const struct command {
 	{ "backend", "list backends, activate one, or show and change its settings" },
 	{ "secret", "set or clear a backend's secret setting (value never on the command line)" },
 	{ "pack", "install, list, enable, disable or remove backend packs" },
-	{ "vm", "fetch builtin:vm's guest helpers now (vm fetch-helpers)" },
+	{ "vm",
+	  "set up builtin:vm's guest kernel (vm setup), fetch its helpers (vm fetch-helpers)" },
 	{ "controller", "run the per-user controller in the foreground" },
 };
 

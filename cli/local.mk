@@ -79,3 +79,5 @@ TESTS += tests/integration/controller-slow-launcher.sh
 EXTRA_DIST += \
 	tests/integration/controller-slow-launcher.sh \
 	tests/integration/controller-slow-launcher.py
+## cordon vm setup runs fetch-kernel.sh from the directory configure chose (vm-paths.h).
+cli/cordon-cli-vm.$(OBJEXT): backends/vm/vm-paths.h

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "backends/backend-settings.h"
+#include "backends/vm/vm-kernel.h"
 #include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/system.h"
@@ -110,16 +111,18 @@ static int vm_helpers_verify(const char *bin, char *err, size_t size)
 }
 
 /* builtin:vm (backends/vm/README.md): the accelerator, the guest kernel (its stored setting or
- * the default), and whether its guest helpers are fetched and verified. */
+ * the default: its path, version and whether it is PVH-bootable), and whether its guest helpers
+ * are fetched and verified. */
 static void vm_check(struct controller *c, json_t *checks)
 {
 	_cleanup_json_ json_t *stored = NULL;
 	_cleanup_free_ char *qemu = NULL, *kernel = NULL, *bin = NULL;
 	const char *k = NULL, *state = getenv("XDG_STATE_HOME"), *slash, *hint = NULL;
-	char detail[1536], helpers[1024] = "";
+	char detail[1536], helpers[1024] = "", kinfo[160] = "";
+	struct vm_kernel_info ki;
 	struct backend_ref ref;
 	struct stat st;
-	bool kvm, have_kernel, bad = false;
+	bool kvm, have_kernel, pvh = false, bad = false;
 	int fd;
 
 	if (backend_ref_parse("builtin:vm", &ref) >= 0 && c->settings &&
@@ -145,6 +148,20 @@ static void vm_check(struct controller *c, json_t *checks)
 	if (kvm)
 		safe_close(fd);
 	have_kernel = access(kernel, R_OK) == 0;
+	if (have_kernel) {
+		int r = vm_kernel_inspect(kernel, &ki);
+
+		pvh = r >= 0 && ki.pvh;
+		if (r < 0)
+			(void)snprintf(kinfo, sizeof(kinfo), " (unreadable: %s)", strerror(-r));
+		else
+			(void)snprintf(
+				kinfo, sizeof(kinfo), " (version %s, %s)",
+				*ki.version ? ki.version : "unknown",
+				pvh	 ? "PVH-bootable"
+				: ki.elf ? "not PVH-bootable: an ELF without a PVH entry note"
+					 : "not PVH-bootable: not an uncompressed ELF vmlinux");
+	}
 	(void)snprintf(detail, sizeof(detail), "%s/agent", bin);
 	if (stat(detail, &st) < 0)
 		(void)snprintf(helpers, sizeof(helpers),
@@ -168,17 +185,20 @@ static void vm_check(struct controller *c, json_t *checks)
 			path += len + (path[len] == ':');
 		}
 	}
-	(void)snprintf(detail, sizeof(detail), "%s; accelerator %s; kernel %s%s; %s",
+	(void)snprintf(detail, sizeof(detail), "%s; accelerator %s; kernel %s%s%s; %s",
 		       qemu ? "QEMU found" : "no qemu-system-x86_64",
 		       kvm ? "KVM" : "TCG (no usable /dev/kvm: slower)",
-		       have_kernel ? "" : "missing: ", kernel, helpers);
+		       have_kernel ? "" : "missing: ", kernel, kinfo, helpers);
 	if (!qemu)
 		hint = "install qemu-system-x86 (builtin:vm needs qemu-system-x86_64)";
 	else if (!have_kernel)
-		hint = "fetch a guest kernel: fetch-kernel.sh (in cordon's data directory, vm/)";
+		hint = "cordon vm setup fetches a guest kernel (the distribution's, not installed)";
+	else if (!pvh)
+		hint = "the guest kernel must be an uncompressed PVH vmlinux: cordon vm setup "
+		       "fetches one";
 	else if (bad)
 		hint = "cordon vm fetch-helpers fetches a verified copy";
-	check(checks, "vm", qemu && have_kernel && !bad, detail, hint);
+	check(checks, "vm", qemu && have_kernel && pvh && !bad, detail, hint);
 }
 
 int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, size_t n)

@@ -138,7 +138,8 @@ noinst_PROGRAMS += fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer \
 FUZZ_CAMPAIGN_BINARIES = fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer fuzz-tar-libfuzzer \
 	fuzz-policy-libfuzzer fuzz-proxy-request-libfuzzer fuzz-backend-descriptor-libfuzzer \
 	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer \
-	fuzz-launcherd-audit-libfuzzer fuzz-forward-mux-libfuzzer
+	fuzz-launcherd-audit-libfuzzer fuzz-forward-mux-libfuzzer \
+	fuzz-vm-kernel-libfuzzer
 FUZZ_CAMPAIGN_CF = $(TEST_UNIT_CFLAGS) -fsanitize=fuzzer,address
 FUZZ_CAMPAIGN_LD = -fsanitize=fuzzer,address
 fuzz_ipc_frame_libfuzzer_SOURCES = %reldir%/fuzz/fuzz-ipc-frame.c

@@ -5,7 +5,8 @@
 libbackend_a_SOURCES += \
 	backends/vm/vm.c backends/vm/vm.h backends/vm/vm-proto.h \
 	backends/vm/forward-mux.c backends/vm/forward-mux.h \
-	backends/vm/vm-baseline.c backends/vm/vm-baseline.h
+	backends/vm/vm-baseline.c backends/vm/vm-baseline.h \
+	backends/vm/vm-kernel.c backends/vm/vm-kernel.h
 
 # Not installed: the backend fetches the pinned agent into <vmDir>/bin (below); this build's copy
 # is for the tests and bench/vm.sh.
@@ -44,6 +45,26 @@ fuzz_forward_mux_libfuzzer_SOURCES = tests/fuzz/fuzz-forward-mux.c backends/vm/f
 	backends/vm/forward-mux.h
 fuzz_forward_mux_libfuzzer_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer,address
 fuzz_forward_mux_libfuzzer_LDFLAGS = -fsanitize=fuzzer,address
+endif
+
+## cordon vm setup (fetch-kernel.sh) from a local package and a local HTTP server.
+TESTS += tests/integration/vm-setup.sh
+EXTRA_DIST += tests/integration/vm-setup.sh
+
+## The guest kernel inspector (cordon doctor's PVH check); make check replays
+## tests/fuzz/corpus/vm-kernel/.
+check_PROGRAMS += tests/fuzz/fuzz-vm-kernel
+TESTS += tests/fuzz/fuzz-vm-kernel
+tests_fuzz_fuzz_vm_kernel_SOURCES = tests/fuzz/fuzz-vm-kernel.c tests/fuzz/fuzz-main.c \
+	backends/vm/vm-kernel.c
+tests_fuzz_fuzz_vm_kernel_LDADD = libtap.a libcommon.a $(JANSSON_LIBS)
+tests_fuzz_fuzz_vm_kernel_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+if ENABLE_FUZZING
+noinst_PROGRAMS += fuzz-vm-kernel-libfuzzer
+fuzz_vm_kernel_libfuzzer_SOURCES = tests/fuzz/fuzz-vm-kernel.c backends/vm/vm-kernel.c
+fuzz_vm_kernel_libfuzzer_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer,address
+fuzz_vm_kernel_libfuzzer_LDFLAGS = -fsanitize=fuzzer,address
+fuzz_vm_kernel_libfuzzer_LDADD = libcommon.a
 endif
 
 ## The guest helpers (vm-helpers.h): not installed, but fetched on first use into <vmDir>/bin

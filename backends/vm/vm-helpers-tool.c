@@ -5,20 +5,29 @@
  * backend, so that neither the CLI nor the controller links libcurl.
  *
  *   cordon-vm-helpers fetch --dir DIR [--base-url URL] [--progress] [--offline] [NAME…]
+ *   cordon-vm-helpers download --url URL --sha256 HEX --out FILE [--max-bytes N] [--progress]
  *   cordon-vm-helpers pins
  *
  * fetch: one line per helper on stdout ("NAME reused|fetched SHA256 SIZE PATH"); with --progress
  * a bar on stderr when it is a terminal (a line per download otherwise). On failure, the reason
  * on stderr ("cordon-vm-helpers: …") and exit 1 (2: usage).
+ *
+ * download: any one file (`cordon vm setup --url`'s kernel package) into FILE, kept only when its
+ * sha256 is HEX (and it is at most N bytes, default 1 GiB); "FILE fetched SHA256 SIZE" on stdout.
+ * Exit 0; 3 the file does not match (nothing is left); 1 the download failed; 2 usage.
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "backends/vm/vm-helpers.h"
+#include "common/cleanup.h"
 #include "common/util.h"
 
 struct progress {
@@ -38,6 +47,12 @@ static void on_progress(const char *name, enum vm_helper_state state, uint64_t d
 	case VM_HELPER_FETCHED: {
 		const struct vm_helper_pin *pin = vm_helper_pin(name);
 
+		if (!pin) { /* download: the caller prints */
+			if (p->enabled && p->tty)
+				fputc('\n', stderr);
+			break;
+		}
+
 		if (p->enabled && p->tty && state == VM_HELPER_FETCHED)
 			fputc('\n', stderr);
 		printf("%s %s %s %llu %s/%s\n", name,
@@ -48,12 +63,17 @@ static void on_progress(const char *name, enum vm_helper_state state, uint64_t d
 	}
 	case VM_HELPER_FETCHING:
 		p->last_pct = -1;
-		if (p->enabled && !p->tty)
+		if (p->enabled && !p->tty && total)
 			fprintf(stderr, "fetching %s (%llu bytes)\n", name,
 				(unsigned long long)total);
+		else if (p->enabled && !p->tty)
+			fprintf(stderr, "fetching %s\n", name);
 		/* fall through */
 	case VM_HELPER_PROGRESS:
-		if (p->enabled && p->tty && pct != p->last_pct) {
+		if (p->enabled && p->tty && !total) {
+			fprintf(stderr, "\r%-12s %llu bytes", name, (unsigned long long)done);
+			p->last_pct = 0;
+		} else if (p->enabled && p->tty && pct != p->last_pct) {
 			char bar[41];
 			int n = pct * 40 / 100;
 
@@ -72,9 +92,90 @@ static int usage(FILE *f, int code)
 {
 	fprintf(f, "Usage: cordon-vm-helpers fetch --dir DIR [--base-url URL] [--progress] "
 		   "[--offline] [NAME...]\n"
+		   "       cordon-vm-helpers download --url URL --sha256 HEX --out FILE "
+		   "[--max-bytes N] [--progress]\n"
 		   "       cordon-vm-helpers pins\n"
 		   "Default base URL: " VM_HELPERS_BASE_URL "\n");
 	return code;
+}
+
+static int download(int argc, char **argv)
+{
+	static const struct option opts[] = { { "url", required_argument, NULL, 'u' },
+					      { "sha256", required_argument, NULL, 's' },
+					      { "out", required_argument, NULL, 'o' },
+					      { "max-bytes", required_argument, NULL, 'm' },
+					      { "progress", no_argument, NULL, 'p' },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
+	_cleanup_free_ char *dir = NULL;
+	struct vm_helpers_opts o = { 0 };
+	struct progress p = { .last_pct = -1 };
+	const char *url = NULL, *sha = NULL, *out = NULL, *slash;
+	unsigned long long max = 1ULL << 30, size;
+	char err[1024], hex[65];
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'u':
+			url = optarg;
+			break;
+		case 's':
+			sha = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'm': {
+			char *end;
+
+			errno = 0;
+			max = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || max == 0)
+				return usage(stderr, 2);
+			break;
+		}
+		case 'p':
+			p.enabled = true;
+			break;
+		case 'h':
+			return usage(stdout, 0);
+		default:
+			return usage(stderr, 2);
+		}
+	}
+	if (!url || !sha || !out || optind < argc || !path_is_absolute(out) ||
+	    !(slash = strrchr(out, '/')) || !slash[1]) {
+		fprintf(stderr, "cordon-vm-helpers: download wants --url, --sha256 and an absolute "
+				"--out FILE\n");
+		return 2;
+	}
+	dir = strndup(out, slash == out ? 1 : (size_t)(slash - out));
+	if (!dir)
+		return 1;
+	o.dir = dir;
+	p.dir = dir;
+	p.tty = isatty(STDERR_FILENO);
+	o.progress = on_progress;
+	o.userdata = &p;
+	r = vm_helpers_download(&o, url, slash + 1, sha, max, err, sizeof(err));
+	if (r < 0) {
+		if (p.enabled && p.tty && p.last_pct >= 0)
+			fputc('\n', stderr);
+		fprintf(stderr, "cordon-vm-helpers: %s\n", *err ? err : strerror(-r));
+		return r == -EBADMSG ? 3 : r == -EINVAL || r == -EPROTONOSUPPORT ? 2 : 1;
+	}
+	{
+		_cleanup_(closep) int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		uint64_t sz = 0;
+
+		if (dfd < 0 || vm_helpers_digest_at(dfd, slash + 1, hex, &sz) < 0)
+			return 1;
+		size = sz;
+	}
+	printf("%s fetched %s %llu\n", out, hex, size);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -100,6 +201,8 @@ int main(int argc, char **argv)
 	}
 	if (streq(argv[1], "-h") || streq(argv[1], "--help"))
 		return usage(stdout, 0);
+	if (streq(argv[1], "download"))
+		return download(argc - 1, argv + 1);
 	if (!streq(argv[1], "fetch"))
 		return usage(stderr, 2);
 	argc--, argv++;

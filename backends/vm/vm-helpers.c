@@ -143,7 +143,7 @@ struct fetch {
 	int fd;
 	crypto_hash_sha256_state st;
 	uint64_t got;
-	bool too_big;
+	bool too_big, exact;
 	int write_errno;
 };
 
@@ -177,9 +177,12 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 {
 	struct fetch *f = ud;
 
-	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	(void)dlnow, (void)ultotal, (void)ulnow;
 	if (f->o->progress)
-		f->o->progress(f->pin->name, VM_HELPER_PROGRESS, f->got, f->pin->size,
+		f->o->progress(f->pin->name, VM_HELPER_PROGRESS, f->got,
+			       f->exact	     ? f->pin->size
+			       : dltotal > 0 ? (uint64_t)dltotal
+					     : 0,
 			       f->o->userdata);
 	return 0;
 }
@@ -211,10 +214,14 @@ static int curl_errno(CURLcode c)
 }
 
 /* Download pin's helper from url into dirfd (a temporary file renamed into place once verified). */
-static int fetch_one(const struct vm_helpers_opts *o, const struct vm_helper_pin *pin,
-		     const char *scheme, const char *url, int dirfd, char *err, size_t err_size)
+/* Download url into dirfd as pin->name (a temporary file renamed into place once verified):
+ * exactly pin->size bytes when exact, else at most that many, with pin->sha256. */
+static int fetch_file(const struct vm_helpers_opts *o, const struct vm_helper_pin *pin, bool exact,
+		      mode_t mode, const char *scheme, const char *url, int dirfd, char *err,
+		      size_t err_size)
 {
-	struct fetch f = { .pin = pin, .o = o, .fd = -1 };
+	const char *what = exact ? "helper " : "";
+	struct fetch f = { .pin = pin, .o = o, .fd = -1, .exact = exact };
 	char tmp[256] = "", curl_err[CURL_ERROR_SIZE] = "", hex[65];
 	unsigned char d[crypto_hash_sha256_BYTES];
 	CURL *c;
@@ -231,7 +238,7 @@ static int fetch_one(const struct vm_helpers_opts *o, const struct vm_helper_pin
 			      0600);
 		if (f.fd < 0 && errno != EEXIST) {
 			r = -errno;
-			(void)snprintf(err, err_size, "helper %s: cannot create a file in %s: %s",
+			(void)snprintf(err, err_size, "%s%s: cannot create a file in %s: %s", what,
 				       pin->name, o->dir, strerror(errno));
 			return r;
 		}
@@ -277,7 +284,7 @@ static int fetch_one(const struct vm_helpers_opts *o, const struct vm_helper_pin
 	(void)curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	(void)curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_err);
 	if (o->progress)
-		o->progress(pin->name, VM_HELPER_FETCHING, 0, pin->size, o->userdata);
+		o->progress(pin->name, VM_HELPER_FETCHING, 0, exact ? pin->size : 0, o->userdata);
 	cc = curl_easy_perform(c);
 	(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(c);
@@ -286,40 +293,47 @@ static int fetch_one(const struct vm_helpers_opts *o, const struct vm_helper_pin
 
 	if (f.write_errno) {
 		r = -f.write_errno;
-		(void)snprintf(err, err_size, "helper %s: writing to %s: %s", pin->name, o->dir,
+		(void)snprintf(err, err_size, "%s%s: writing to %s: %s", what, pin->name, o->dir,
 			       strerror(f.write_errno));
 	} else if (f.too_big || cc == CURLE_FILESIZE_EXCEEDED) {
 		r = -EBADMSG;
 		(void)snprintf(err, err_size,
-			       "helper %s from %s is larger than its pin (sha256 %s, %llu bytes): "
-			       "refused",
-			       pin->name, url, pin->sha256, (unsigned long long)pin->size);
+			       "%s%s from %s is larger than %s (sha256 %s, %llu bytes): refused",
+			       what, pin->name, url, exact ? "its pin" : "the limit", pin->sha256,
+			       (unsigned long long)pin->size);
 	} else if (cc != CURLE_OK) {
 		r = curl_errno(cc);
 		if (cc == CURLE_HTTP_RETURNED_ERROR)
-			(void)snprintf(err, err_size, "helper %s: %s: HTTP status %ld", pin->name,
+			(void)snprintf(err, err_size, "%s%s: %s: HTTP status %ld", what, pin->name,
 				       url, status);
 		else if (cc == CURLE_UNSUPPORTED_PROTOCOL) /* the base's scheme was checked */
 			(void)snprintf(err, err_size,
-				       "helper %s: %s: redirected to another scheme: refused (%s)",
+				       "%s%s: %s: redirected to another scheme: refused (%s)", what,
 				       pin->name, url, curl_err);
 		else
-			(void)snprintf(err, err_size, "helper %s: %s: %s", pin->name, url,
+			(void)snprintf(err, err_size, "%s%s: %s: %s", what, pin->name, url,
 				       *curl_err ? curl_err : curl_easy_strerror(cc));
-	} else if (f.got != pin->size || !streq(hex, pin->sha256)) {
+	} else if ((exact && f.got != pin->size) || !streq(hex, pin->sha256)) {
 		r = -EBADMSG;
-		(void)snprintf(err, err_size,
-			       "helper %s from %s does not match its pin: sha256 %s (%llu bytes), "
-			       "pinned %s (%llu bytes): refused",
-			       pin->name, url, hex, (unsigned long long)f.got, pin->sha256,
-			       (unsigned long long)pin->size);
-	} else if (fchmod(f.fd, 0755) < 0 || fsync(f.fd) < 0) {
+		if (exact)
+			(void)snprintf(err, err_size,
+				       "helper %s from %s does not match its pin: sha256 %s (%llu "
+				       "bytes), pinned %s (%llu bytes): refused",
+				       pin->name, url, hex, (unsigned long long)f.got, pin->sha256,
+				       (unsigned long long)pin->size);
+		else
+			(void)snprintf(
+				err, err_size,
+				"%s from %s does not match: sha256 %s (%llu bytes), expected "
+				"%s: refused",
+				pin->name, url, hex, (unsigned long long)f.got, pin->sha256);
+	} else if (fchmod(f.fd, mode) < 0 || fsync(f.fd) < 0) {
 		r = -errno;
-		(void)snprintf(err, err_size, "helper %s: %s: %s", pin->name, o->dir,
+		(void)snprintf(err, err_size, "%s%s: %s: %s", what, pin->name, o->dir,
 			       strerror(errno));
 	} else if (renameat(dirfd, tmp, dirfd, pin->name) < 0) {
 		r = -errno;
-		(void)snprintf(err, err_size, "helper %s: cannot rename into %s: %s", pin->name,
+		(void)snprintf(err, err_size, "%s%s: cannot rename into %s: %s", what, pin->name,
 			       o->dir, strerror(errno));
 	} else {
 		*tmp = '\0';
@@ -330,6 +344,25 @@ static int fetch_one(const struct vm_helpers_opts *o, const struct vm_helper_pin
 	if (r == 0 && o->progress)
 		o->progress(pin->name, VM_HELPER_FETCHED, f.got, pin->size, o->userdata);
 	return r;
+}
+
+static int fetch_one(const struct vm_helpers_opts *o, const struct vm_helper_pin *pin,
+		     const char *scheme, const char *url, int dirfd, char *err, size_t err_size)
+{
+	return fetch_file(o, pin, true, 0755, scheme, url, dirfd, err, err_size);
+}
+
+static bool url_scheme(const char *url, char scheme[8])
+{
+	if (startswith(url, "https://"))
+		strcpy(scheme, "https");
+	else if (startswith(url, "http://"))
+		strcpy(scheme, "http");
+	else if (startswith(url, "file://"))
+		strcpy(scheme, "file");
+	else
+		return false;
+	return true;
 }
 
 int vm_helpers_ensure(const struct vm_helpers_opts *o, const char *const *names, char *err,
@@ -346,13 +379,7 @@ int vm_helpers_ensure(const struct vm_helpers_opts *o, const char *const *names,
 		(void)snprintf(err, err_size, "libsodium cannot be initialized");
 		return -EIO;
 	}
-	if (startswith(base, "https://"))
-		strcpy(scheme, "https");
-	else if (startswith(base, "http://"))
-		strcpy(scheme, "http");
-	else if (startswith(base, "file://"))
-		strcpy(scheme, "file");
-	else {
+	if (!url_scheme(base, scheme)) {
 		(void)snprintf(err, err_size,
 			       "the helpers' base URL \"%s\" is not https://, http:// or file://",
 			       base);
@@ -432,4 +459,45 @@ int vm_helpers_ensure(const struct vm_helpers_opts *o, const char *const *names,
 		}
 	}
 	return 0;
+}
+
+int vm_helpers_download(const struct vm_helpers_opts *o, const char *url, const char *name,
+			const char *sha256, uint64_t max_size, char *err, size_t err_size)
+{
+	struct vm_helper_pin pin = { .name = name, .sha256 = sha256, .size = max_size };
+	_cleanup_(closep) int dirfd = -1;
+	char scheme[8];
+	int r;
+
+	(void)snprintf(err, err_size, "%s", "");
+	if (!init()) {
+		(void)snprintf(err, err_size, "libsodium cannot be initialized");
+		return -EIO;
+	}
+	if (!url_scheme(url, scheme)) {
+		(void)snprintf(err, err_size, "the URL \"%s\" is not https://, http:// or file://",
+			       url);
+		return -EPROTONOSUPPORT;
+	}
+	if (strlen(sha256) != 64 || sha256[strspn(sha256, "0123456789abcdef")] != '\0') {
+		(void)snprintf(err, err_size, "\"%s\" is not a sha256 (64 lowercase hex digits)",
+			       sha256);
+		return -EINVAL;
+	}
+	if (!*name || strchr(name, '/') || name[0] == '.') {
+		(void)snprintf(err, err_size, "\"%s\" is not a file name", name);
+		return -EINVAL;
+	}
+	r = mkdir_parents(o->dir);
+	if (r < 0) {
+		(void)snprintf(err, err_size, "cannot create %s: %s", o->dir, strerror(-r));
+		return r;
+	}
+	dirfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		r = -errno;
+		(void)snprintf(err, err_size, "cannot open %s: %s", o->dir, strerror(errno));
+		return r;
+	}
+	return fetch_file(o, &pin, false, 0644, scheme, url, dirfd, err, err_size);
 }

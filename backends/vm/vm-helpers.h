@@ -63,6 +63,17 @@ struct vm_helpers_opts {
 int vm_helpers_ensure(const struct vm_helpers_opts *o, const char *const *names, char *err,
 		      size_t err_size);
 
+/*
+ * Download url (https, http, file; a redirect keeps the scheme) into o->dir/name: at most
+ * max_size bytes, hashed while it streams, renamed into place 0644 only when its sha256 is
+ * sha256 (lowercase hex). o->base_url and o->offline are not used; o->progress gets name with
+ * max_size as the total. 0, or a negative errno with err saying why: -EBADMSG a digest that
+ * does not match or a file larger than max_size (nothing is left), -EHOSTUNREACH /
+ * -ETIMEDOUT / -ENOENT / -EIO a download that failed, -EPROTONOSUPPORT another scheme.
+ */
+int vm_helpers_download(const struct vm_helpers_opts *o, const char *url, const char *name,
+			const char *sha256, uint64_t max_size, char *err, size_t err_size);
+
 /* The sha256 (lowercase hex, 65 bytes with the NUL) and size of the regular file name in the
  * directory dirfd (no symlink followed). 0, or a negative errno. */
 int vm_helpers_digest_at(int dirfd, const char *name, char hex[65], uint64_t *ret_size);

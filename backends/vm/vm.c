@@ -190,7 +190,7 @@ static json_t *vm_descriptor(const struct backend_ops *ops)
 		"virtio-9p (read-only when the policy says so).",
 		"settings", "fields", "id", "kernel", "type", "string", "label", "Guest kernel",
 		"description",
-		"An uncompressed PVH vmlinux (backends/vm/fetch-kernel.sh); initramfs.cpio.gz "
+		"An uncompressed PVH vmlinux (cordon vm setup); initramfs.cpio.gz "
 		"beside it. Default: the state directory's cordon/vm/vmlinux.",
 		"id", "initrd", "type", "string", "label", "Initramfs", "description",
 		"The guest agent's initramfs (backends/vm/mkinitramfs.sh). Default: "
@@ -653,8 +653,7 @@ static void vm_prepare(struct backend_instance *bi, backend_done_cb done, void *
 	}
 	if (access(d->kernel, R_OK) < 0) {
 		(void)snprintf(msg, sizeof(msg),
-			       "no guest kernel at %s (backends/vm/fetch-kernel.sh fetches one)",
-			       d->kernel);
+			       "no guest kernel at %s (cordon vm setup fetches one)", d->kernel);
 		done(bi, -ENOENT, msg, ud);
 		return;
 	}
