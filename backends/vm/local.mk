@@ -50,6 +50,9 @@ endif
 ## cordon vm setup (fetch-kernel.sh) from a local package and a local HTTP server.
 TESTS += tests/integration/vm-setup.sh
 EXTRA_DIST += tests/integration/vm-setup.sh
+## SIGKILL of the controller while a VM boots, restores or saves a baseline.
+TESTS += tests/integration/vm-controller-kill.sh
+EXTRA_DIST += tests/integration/vm-controller-kill.sh
 
 ## The guest kernel inspector (cordon doctor's PVH check); make check replays
 ## tests/fuzz/corpus/vm-kernel/.

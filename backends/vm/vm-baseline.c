@@ -651,16 +651,31 @@ void vmb_evict(struct vmb_config *c)
 	DIR *d;
 	struct dirent *de;
 
+	bool no_save;
+
 	if (dfd < 0)
 		return;
+	/* A keeper saves holding the directory's flock: when nobody does, every ".tmp-*" is what
+	 * a save killed midway (its keeper, or the controller and so the keeper) left. */
+	no_save = flock(dfd, LOCK_EX | LOCK_NB) == 0;
 	d = fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3));
-	if (!d)
+	if (!d) {
+		if (no_save)
+			(void)flock(dfd, LOCK_UN);
 		return;
+	}
 	while ((de = readdir(d))) {
 		struct stat ms, as;
 		char a[80];
 		size_t l = strlen(de->d_name);
 
+		if (no_save && startswith(de->d_name, ".tmp-")) {
+			if (unlinkat(dfd, de->d_name, 0) == 0)
+				log_info(
+					"vm baselines: removed %s, left by a save that did not end",
+					de->d_name);
+			continue;
+		}
 		if (l != 64 + 5 || !endswith(de->d_name, ".json"))
 			continue;
 		if (fstatat(dfd, de->d_name, &ms, AT_SYMLINK_NOFOLLOW) < 0)
@@ -682,6 +697,8 @@ void vmb_evict(struct vmb_config *c)
 		n++;
 	}
 	closedir(d);
+	if (no_save)
+		(void)flock(dfd, LOCK_UN);
 	if (!n)
 		return;
 	qsort(e, n, sizeof(*e), lru_cmp);

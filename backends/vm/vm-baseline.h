@@ -61,7 +61,8 @@ int vmb_plan(struct vmb_config *c, const char *qemu, const char *kernel, const c
 	     char *const *argv, const char *accel, unsigned memory_mib, struct vmb_job **ret,
 	     char *reason, size_t reason_size);
 void vmb_job_free(struct vmb_job *j);
-/* Evict the least recently used baselines beyond the count and byte limits (not in use). */
+/* Evict the least recently used baselines beyond the count and byte limits (not in use), and,
+ * when no save is under way, the temporary files of saves killed midway. */
 void vmb_evict(struct vmb_config *c);
 
 /* --- in the keeper (system calls only) --- */

@@ -509,6 +509,8 @@ static void prep_finish(struct vm_prep *p, int r, const char *message)
 		d->hello = json_incref(bi->host->launcher_hello(bi->host));
 		d->kvm = kvm_usable();
 		d->tsc_khz = host_tsc_khz();
+		if (d->bl)
+			vmb_evict(d->bl); /* what a save killed with a previous controller left */
 		log_info("%s: %s, kernel %s, helpers in %s, %s", bi->name, d->qemu, d->kernel,
 			 d->helpers_dir, d->kvm ? "KVM" : "TCG");
 	}
@@ -894,7 +896,7 @@ static void keeper_baseline(struct keeper_args *a, uint8_t what, uint64_t ms, ui
  * >= 0). */
 static pid_t keeper_fork_qemu(struct keeper_args *a, char *const *argv, int incoming)
 {
-	pid_t qemu = fork();
+	pid_t keeper = getpid(), qemu = fork();
 
 	if (qemu < 0)
 		keeper_end(a, -1, "cannot fork QEMU");
@@ -902,8 +904,10 @@ static pid_t keeper_fork_qemu(struct keeper_args *a, char *const *argv, int inco
 		int src[4] = { a->qemu_end, a->qmp_end, incoming, a->net_end };
 		sigset_t none;
 
+		/* The keeper may have died before the prctl: then the parent is init or a
+		 * subreaper (not necessarily pid 1), and QEMU must not start. */
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
+		if (getppid() != keeper)
 			_exit(1);
 		sigemptyset(&none);
 		(void)sigprocmask(SIG_SETMASK, &none, NULL);
