@@ -394,8 +394,9 @@ static void qemu_version(const char *qemu, char *out, size_t size)
 
 /* The argv as the manifest binds it: the workspace's host path (which may change from one VM to
  * the next: it is attached after the restore) left out, and the value of tsc_early_khz (the
- * host's TSC frequency, calibrated anew by every prepare and so a little different each time;
- * a restored guest keeps the calibration it booted with, on the same host). */
+ * host's TSC frequency: read from a stable source where the host has one, vm.c, but calibrated
+ * anew by every prepare, and so a little different each time, where it has none; a restored
+ * guest keeps the value it booted with, on the same host). */
 static json_t *argv_identity(char *const *argv)
 {
 	json_t *a = json_array();

@@ -244,14 +244,73 @@ static char *find_in_path(const char *name)
 	return NULL;
 }
 
-/* The host TSC frequency in kHz, for the guest's tsc_early_khz: the kernel's own measurement
- * when it exports one, else a short calibration of the TSC against CLOCK_MONOTONIC. */
+/* The host TSC frequency in kHz from a source that gives the same value every time, or 0: the
+ * kernel's (sysfs, on kernels that export it), the CPU's (CPUID leaf 0x15: crystal clock and
+ * ratio; else 0x16: base MHz), a hypervisor's (leaf 0x40000010, VMware's and KVM's timing
+ * leaf), or /proc/cpuinfo's "cpu MHz" where no cpufreq driver makes it the current frequency
+ * (then it is the kernel's calibrated cpu_khz). */
+static unsigned long stable_tsc_khz(void)
+{
+	unsigned a, b, c, d, max;
+	unsigned long khz = 0;
+	char line[256];
+	FILE *f;
+
+	f = fopen("/sys/devices/system/cpu/cpu0/tsc_freq_khz", "re");
+	if (f) {
+		if (fscanf(f, "%lu", &khz) != 1)
+			khz = 0;
+		fclose(f);
+		if (khz)
+			return khz;
+	}
+	__asm__ volatile("cpuid" : "=a"(max), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+	if (max >= 0x15) {
+		__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x15), "c"(0));
+		if (a && b && c)
+			return (unsigned long)((unsigned long long)c * b / a / 1000);
+	}
+	if (max >= 0x16) {
+		__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x16), "c"(0));
+		if (a & 0xffff)
+			return (unsigned long)(a & 0xffff) * 1000;
+	}
+	__asm__ volatile("cpuid" : "=a"(max), "=b"(b), "=c"(c), "=d"(d) : "a"(0x40000000), "c"(0));
+	if (max >= 0x40000010 && max < 0x40000100) {
+		__asm__ volatile("cpuid"
+				 : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
+				 : "a"(0x40000010), "c"(0));
+		if (a)
+			return a;
+	}
+	if (access("/sys/devices/system/cpu/cpu0/cpufreq", F_OK) == 0)
+		return 0;
+	f = fopen("/proc/cpuinfo", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long mhz, frac = 0;
+
+		if (sscanf(line, "cpu MHz : %lu.%3lu", &mhz, &frac) >= 1) {
+			khz = mhz * 1000 + frac;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return khz;
+}
+
+/* The host TSC frequency in kHz, for the guest's tsc_early_khz: from a stable source (above),
+ * else a short calibration of the TSC against CLOCK_MONOTONIC (a little different each time;
+ * the baseline manifest leaves the value out, vm-baseline.c). */
 static unsigned long host_tsc_khz(void)
 {
 	struct timespec a, b;
 	unsigned long long t0, t1, ns;
+	unsigned long khz = stable_tsc_khz();
 	unsigned lo, hi;
 
+	if (khz)
+		return khz;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
 	t0 = (unsigned long long)hi << 32 | lo;

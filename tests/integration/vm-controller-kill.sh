@@ -3,11 +3,12 @@
 # agent is ready: during a cold boot, during a restore from a snapshot baseline, and while the
 # keeper saves a baseline. Each time the QEMU this test's controller started (found by pid among
 # its descendants, the keeper its parent) and its keeper are gone within seconds (QEMU dies with
-# its keeper, the keeper with the controller: PR_SET_PDEATHSIG), no temporary file of a save is
-# left in the baseline directory once the next controller is up, and the baseline cache stays
-# usable: the next command (a controller started again on demand, builtin:vm active again) runs,
-# from a complete baseline or after a cold boot that saves one, never from a partial artifact.
-# Skipped when QEMU or the kernel cannot be had, unless CORDON_MUST_WORK=1.
+# its keeper, the keeper with the controller: PR_SET_PDEATHSIG), the next activation (in a
+# controller started again on demand) removes what a killed save left in the baseline
+# directory, and the baseline cache stays usable: the next command runs, from a complete
+# baseline or after a cold boot that saves one, never from a partial artifact.
+# The guest's tsc_early_khz is the same in two controllers' VMs. Skipped when QEMU or the
+# kernel cannot be had, unless CORDON_MUST_WORK=1.
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
 
 if [ -n "${CORDON_SKIP_SLOW:-}" ]; then
@@ -106,6 +107,7 @@ kill_mid_boot() {
 	cpid=$(controller_pid)
 	QEMU=$(ident "${q% *}")
 	KEEPER=$(ident "${q#* }")
+	TSC=$(tr '\0' '\n' <"/proc/${q% *}/cmdline" 2>/dev/null | grep -o 'tsc_early_khz=[0-9]*')
 	if [ "$when" = save ]; then
 		for _ in $(seq 3000); do
 			[ "$(leftovers)" != 0 ] && break
@@ -139,6 +141,8 @@ consistent
 ok $? "the baseline is whole (its manifest names its artifact's digest)"
 is 0 "$(leftovers)" "no temporary file in the baseline directory"
 
+TSC1=$TSC
+
 # 2. A restore from that baseline.
 before=$(sha256sum "$BL"/*.vmstate "$BL"/*.json)
 kill_mid_boot now
@@ -149,6 +153,9 @@ ok $? "its QEMU is gone"
 gone "$KEEPER"
 ok $? "its keeper is gone"
 is "$before" "$(sha256sum "$BL"/*.vmstate "$BL"/*.json)" "the baseline is untouched"
+[ -n "$TSC1" ]
+ok $? "the guest's TSC frequency comes from the host ($TSC1)"
+is "$TSC1" "$TSC" "the same in another controller's VM (a stable source, not a calibration)"
 out=$(reactivate)
 ok $? "the next activation ($out)"
 n=$(lines)
