@@ -512,6 +512,7 @@ int controller_backends_start(struct controller *c)
 	_cleanup_free_ char *saved = NULL, *aside = NULL;
 	_cleanup_json_ json_t *settings = NULL;
 	struct field_error fe = { 0 };
+	bool fallback_up = false;
 	int state = 0, r;
 
 	r = backend_settings_store_open(c->state_dir, &c->settings, &aside, &fe);
@@ -527,13 +528,24 @@ int controller_backends_start(struct controller *c)
 
 	r = controller_backend_load_selection(c, &saved, &settings);
 	if (r >= 0 && saved && !streq(saved, BACKEND_FALLBACK_REF)) {
+		/* The OS launcher first, as in a session that selected the saved backend: one
+		 * without a launcher of its own (builtin:vm) takes its capabilities from the
+		 * backend active before it. Whether it comes up or not, the saved one is tried. */
+		r = controller_backend_activate(c, BACKEND_FALLBACK_REF, NULL, ACTIVATE_NO_PERSIST,
+						startup_done, &state);
+		while (r >= 0 && state == 0)
+			if (event_loop_run_once(c->host.loop, 1000) < 0)
+				break;
+		if (state == 1)
+			fallback_up = true;
+		state = 0;
 		r = controller_backend_activate(c, saved, settings,
 						ACTIVATE_EXPLICIT | ACTIVATE_NO_PERSIST,
 						startup_done, &state);
 		while (r >= 0 && state == 0)
 			if (event_loop_run_once(c->host.loop, 1000) < 0)
 				break;
-		if (state == 1)
+		if (state == 1 || fallback_up)
 			return 0;
 	}
 	state = 0;
