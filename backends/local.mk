@@ -25,7 +25,7 @@ noinst_LIBRARIES += libctl_launcher.a
 libctl_launcher_a_SOURCES = %reldir%/ctl-launcher.c %reldir%/ctl-launcher.h
 libctl_launcher_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 ## What a program linking libbackend.a adds to its LDADD.
-LIBBACKEND_LIBS = libbackend.a libipc.a libcommon.a $(LIBSODIUM_LIBS) $(JANSSON_LIBS)
+LIBBACKEND_LIBS = libbackend.a libipc.a libcommon.a $(LIBSODIUM_LIBS) $(JANSSON_LIBS) $(LIBSECCOMP_LIBS)
 
 BACKEND_TESTS_LIBS = libtap.a $(LIBBACKEND_LIBS)
 BACKEND_TESTS_CF = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBSODIUM_CFLAGS)

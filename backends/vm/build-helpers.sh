@@ -10,7 +10,7 @@ set -eu
 # The helpers: NAME SOURCES (relative to backends/vm/). Adding one is a line here, then
 # `make vm-pins`.
 HELPERS='
-agent guest/agent.c
+agent guest/agent.c ../../launcherd/launcherd-audit-record.c
 forward guest/forward.c forward-mux.c
 '
 
@@ -21,6 +21,11 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 export LC_ALL=C TZ=UTC
 unset SOURCE_DATE_EPOCH
+# What the helpers include of the tree: its top (launcherd's audit record parser), and an empty
+# config.h in place of the build's (the parser needs nothing of it).
+inc="$out/.include"
+mkdir -p "$inc"
+: >"$inc/config.h"
 : >"$out/MANIFEST.tmp"
 echo "$HELPERS" | while read -r name sources; do
 	[ -n "$name" ] || continue
@@ -31,7 +36,7 @@ echo "$HELPERS" | while read -r name sources; do
 	# shellcheck disable=SC2086 # (CC may carry words: "ccache gcc")
 	$cc -std=gnu11 -Os -Wall -Wextra -static -s \
 		-ffile-prefix-map="$src"=. -ffile-prefix-map="$out"=. -fno-ident \
-		-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 \
+		-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -I"$src" -iquote "$inc" \
 		-Wl,--build-id=none \
 		-o "$out/$name.tmp" "$@"
 	mv "$out/$name.tmp" "$out/$name"
@@ -39,4 +44,5 @@ echo "$HELPERS" | while read -r name sources; do
 	echo "$name ${sum%% *} $(stat -c %s "$out/$name")" >>"$out/MANIFEST.tmp"
 done
 sort "$out/MANIFEST.tmp" >"$out/MANIFEST"
+rm -rf "$inc"
 rm -f "$out/MANIFEST.tmp"

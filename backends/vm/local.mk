@@ -11,7 +11,8 @@ libbackend_a_SOURCES += \
 # Not installed: the backend fetches the pinned agent into <vmDir>/bin (below); this build's copy
 # is for the tests and bench/vm.sh.
 noinst_PROGRAMS += backends/vm/guest/cordon-vm-agent
-backends_vm_guest_cordon_vm_agent_SOURCES = backends/vm/guest/agent.c backends/vm/vm-proto.h
+backends_vm_guest_cordon_vm_agent_SOURCES = backends/vm/guest/agent.c backends/vm/vm-proto.h \
+	launcherd/launcherd-audit-record.c launcherd/launcherd-audit-record.h
 # Its own flags: it runs alone in the guest, so no sanitizer or shared library of the build.
 backends_vm_guest_cordon_vm_agent_CFLAGS = -Os -Wall -Wextra
 backends_vm_guest_cordon_vm_agent_LDFLAGS = -static -s
@@ -112,3 +113,22 @@ vm-pins: vm-helpers
 TESTS += tests/integration/vm-helpers.sh
 EXTRA_DIST += tests/integration/vm-helpers.sh backends/vm/helper-pins.txt \
 	backends/vm/build-helpers.sh backends/vm/README.md
+
+## The guard (the policy's limits and syscall filter in the guest, guest/agent.c; README.md).
+TESTS += tests/integration/vm-guard.sh
+EXTRA_DIST += tests/integration/vm-guard.sh
+
+## The guard's frames (GUARD, DENIAL: vm-proto.h's parsers), fuzzed; make check replays the
+## corpus (tests/fuzz/corpus/vm-frames).
+check_PROGRAMS += tests/fuzz/fuzz-vm-frames
+TESTS += tests/fuzz/fuzz-vm-frames
+tests_fuzz_fuzz_vm_frames_SOURCES = tests/fuzz/fuzz-vm-frames.c tests/fuzz/fuzz-main.c
+tests_fuzz_fuzz_vm_frames_LDADD = $(FUZZ_REPLAY_LDADD)
+tests_fuzz_fuzz_vm_frames_CFLAGS = $(TEST_UNIT_CFLAGS)
+if ENABLE_FUZZING
+noinst_PROGRAMS += fuzz-vm-frames-libfuzzer
+FUZZ_CAMPAIGN_BINARIES += fuzz-vm-frames-libfuzzer
+fuzz_vm_frames_libfuzzer_SOURCES = tests/fuzz/fuzz-vm-frames.c
+fuzz_vm_frames_libfuzzer_CFLAGS = $(FUZZ_CAMPAIGN_CF)
+fuzz_vm_frames_libfuzzer_LDFLAGS = $(FUZZ_CAMPAIGN_LD)
+endif

@@ -27,6 +27,11 @@
  * Timeouts and kills are the controller's: a SIGNAL to the guest (SIGKILL for a timeout), the
  * reason from what was asked.
  *
+ * The plan's limits and seccomp program go with each command (VK_GUARD, the agent's GUARD): the
+ * agent runs it in a cgroup of its own and loads the program before the exec, reports a limit
+ * hit (LIMIT, in the exit's limits) and the refusals its filter logged (DENIAL: a "denial"
+ * event, rate-limited per command as launcherd's). See README.md, "The guard".
+ *
  * The workspace is shared over virtio-9p at its host path ("direct": the plan's cwd holds
  * unchanged), exported read-only when the policy says so; a lease's access is fixed at acquire,
  * and a read-only command in a read-write lease gets a read-only bind of its own in the guest.
@@ -39,6 +44,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +95,16 @@ enum {
 	/* u8 what ('s' saved, 'f' not saved, 'r' restored, 'i' invalid: booting cold), u32 ms,
 	 * u32 KiB, text (the key, or why) */
 	VK_BASELINE = 'B',
+	/* controller -> keeper: the agent's GUARD payload, just before the command's VK_EXEC */
+	VK_GUARD = 'G',
+	/* keeper -> controller: the agent's LIMIT and DENIAL payloads */
+	VK_LIMIT = 'l',
+	VK_DENIAL = 'd',
 };
+
+/* Denials reported per command and second (as launcherd's, docs/DENIALS.md); the rest counted
+ * and reported as {"suppressed": K}. */
+#define VM_DENIALS_PER_SEC 10
 
 /* The commands one VM runs at once (the keeper's static table). */
 #define VM_MAX_PROCS 64
@@ -110,6 +125,14 @@ struct vm_proc {
 	uint8_t fd_mask;
 	uint64_t timeout_ms;
 	struct event_source *timer;
+	/* The agent's GUARD payload (the plan's limits and seccomp program), or NULL. */
+	uint8_t *guard;
+	size_t guard_len;
+	uint8_t limits_hit; /* VM_LIMIT_* */
+	unsigned long long denial_window_usec;
+	unsigned denials_in_window;
+	unsigned long denials_suppressed;
+	struct event_source *denial_timer; /* reports the suppressed count when the second ends */
 	unsigned long long start_usec, sent_usec;
 	bool sent, killed, timed_out;
 	/* Network "proxy": the listener the controller serves for this command (handed over with
@@ -181,7 +204,7 @@ static json_t *vm_descriptor(const struct backend_ops *ops)
 		"{s:s,s:s,s:s,"
 		"s:{s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:i},{s:s,s:s,s:s,s:i},"
 		"{s:s,s:s,s:s,s:s}]},"
-		"s:{s:[s],s:s,s:[s,s],s:b,s:s,s:[s,s]}}",
+		"s:{s:[s],s:s,s:[s,s,s,s],s:b,s:s,s:[s,s]}}",
 		"kind", "vm", "name", "QEMU micro-VM", "description",
 		"Runs commands in QEMU micro-VMs: one VM for a sandbox lease and all its "
 		"processes, a fresh one for every one-shot command; its own kernel, no network "
@@ -202,9 +225,11 @@ static json_t *vm_descriptor(const struct backend_ops *ops)
 		"Where the guest helpers are fetched from on first use (https:, http:, file:) into "
 		"bin/ beside the kernel; each is verified against the sha256 this cordon was built "
 		"with. Default: the release mirror cordon was built with.",
+		/* limits and syscalls: the guard (GUARD, guest/agent.c) applies the plan's limits
+		 * (a cgroup of the command's own) and its syscall filter in the guest. */
 		"claims", "platforms", "linux", "isolation", "vm", "enforces", "filesystem",
-		"network", "readOnlyWorkspace", true, "workspace", "direct", "networkModes", "none",
-		"proxy");
+		"network", "limits", "syscalls", "readOnlyWorkspace", true, "workspace", "direct",
+		"networkModes", "none", "proxy");
 
 	vmb_descriptor_fields(desc);
 	return desc;
@@ -549,6 +574,21 @@ static const char *prep_reason(struct vm_prep *p)
 }
 
 /* The end of prepare: p goes, then done (which may free the instance). */
+/* The capabilities a plan for the guest is compiled against: the OS launcher's (its admin
+ * floor, what it can check), with what the guest's agent provides whatever the host's launcher
+ * has: a cgroup v2 per command and seccomp (the guard). NULL without a launcher. */
+static json_t *vm_guest_hello(json_t *host)
+{
+	json_t *h = host ? json_deep_copy(host) : NULL;
+
+	if (h && (json_object_set_new(h, "cgroup", json_string("v2")) < 0 ||
+		  json_object_set_new(h, "seccomp", json_true()) < 0)) {
+		json_decref(h);
+		return NULL;
+	}
+	return h;
+}
+
 static void prep_finish(struct vm_prep *p, int r, const char *message)
 {
 	struct backend_instance *bi = p->bi;
@@ -565,7 +605,7 @@ static void prep_finish(struct vm_prep *p, int r, const char *message)
 	prep_free(p);
 	if (r >= 0) {
 		json_decref(d->hello);
-		d->hello = json_incref(bi->host->launcher_hello(bi->host));
+		d->hello = vm_guest_hello(bi->host->launcher_hello(bi->host));
 		d->kvm = kvm_usable();
 		d->tsc_khz = host_tsc_khz();
 		if (d->bl)
@@ -1228,6 +1268,9 @@ _noreturn_ static void keeper_run(struct keeper_args *a)
 			if (type == VK_SIGNAL && ready) {
 				if (r_frame(a->agent, VM_SIGNAL, buf, len) < 0)
 					keeper_end(a, qemu, "the VM went away");
+			} else if (type == VK_GUARD && ready) {
+				if (r_frame(a->agent, VM_GUARD, buf, len) < 0)
+					keeper_end(a, qemu, "the VM went away");
 			} else if (type == VK_EXEC && ready && len > 5) {
 				struct kproc *c = NULL;
 				size_t f = 0;
@@ -1326,6 +1369,12 @@ _noreturn_ static void keeper_run(struct keeper_args *a)
 					(void)r_write(c->io[2], "\n", 1);
 				} else if (!c && len > 4)
 					(void)r_frame(a->ctl, VK_ERROR, buf + 4, len - 4);
+				break;
+			case VM_LIMIT:
+			case VM_DENIAL:
+				if (c && r_frame(a->ctl, h[0] == VM_LIMIT ? VK_LIMIT : VK_DENIAL,
+						 buf, len) < 0)
+					keeper_end(a, qemu, NULL);
 				break;
 			case VM_EXIT:
 				if (len != 12)
@@ -1617,7 +1666,9 @@ static void proc_free(struct vm_data *d, struct vm_proc *p)
 	if (p->k && p->k->oneshot == p)
 		p->k->oneshot = NULL;
 	event_source_free(p->timer);
+	event_source_free(p->denial_timer);
 	free(p->msg);
+	free(p->guard);
 	for (int i = 0; i < 3; i++)
 		safe_close(p->fds[i]);
 	safe_close(p->proxy_fd);
@@ -1751,6 +1802,13 @@ static int proc_send(struct vm_proc *p)
 	for (int i = 0; i < 3; i++)
 		if (p->fds[i] >= 0)
 			fds[n++] = p->fds[i];
+	if (p->guard) {
+		vm_put32(p->guard, p->id);
+		r = keeper_send(p->k, VK_GUARD, p->guard, p->guard_len, NULL, 0);
+		if (r < 0)
+			return r;
+		free(TAKE_PTR(p->guard));
+	}
 	r = keeper_send(p->k, VK_EXEC, p->msg, p->msg_len, fds, n);
 	if (r < 0)
 		return r;
@@ -1786,8 +1844,165 @@ static json_t *exit_json(struct vm_proc *p, unsigned code, unsigned sig, const c
 {
 	return json_pack("{s:s,s:i,s:i,s:s,s:I,s:{s:b,s:b}}", "sandbox", p->sandbox, "exitCode",
 			 (int)code, "signal", (int)sig, "reason", reason, "durationUsec",
-			 (json_int_t)(now_usec() - p->start_usec), "limits", "pids", false,
-			 "memory", false);
+			 (json_int_t)(now_usec() - p->start_usec), "limits", "pids",
+			 (p->limits_hit & VM_LIMIT_PIDS) != 0, "memory",
+			 (p->limits_hit & VM_LIMIT_MEMORY) != 0);
+}
+
+/* --- the guard's reports: limits hit, the seccomp observer's denials --- */
+
+/* The command of id in k's VM, once handed to it. */
+static struct vm_proc *proc_by_id(struct vm_keeper *k, uint32_t id)
+{
+	struct vm_data *d = k->bi->data;
+
+	for (struct vm_proc *q = d ? d->procs : NULL; q; q = q->next)
+		if (q->k == k && q->id == id && q->sent)
+			return q;
+	return NULL;
+}
+
+static void proc_denials_suppressed(struct vm_proc *p)
+{
+	struct backend_instance *bi = p->k->bi;
+
+	if (!p->denials_suppressed)
+		return;
+	bi->host->event(bi->host, "denial",
+			json_pack("{s:s,s:I}", "instance", p->sandbox, "suppressed",
+				  (json_int_t)p->denials_suppressed));
+	p->denials_suppressed = 0;
+}
+
+static int on_denial_window(struct event_source *s, void *userdata)
+{
+	struct vm_proc *p = userdata;
+
+	proc_denials_suppressed(p);
+	p->denial_window_usec = now_usec();
+	p->denials_in_window = 0;
+	p->denial_timer = NULL;
+	event_source_free(s);
+	return 0;
+}
+
+static const char *seccomp_action_name(uint32_t code)
+{
+	switch (code & SECCOMP_RET_ACTION_FULL) {
+	case SECCOMP_RET_ERRNO:
+		return "errno";
+	case SECCOMP_RET_KILL_PROCESS:
+	case SECCOMP_RET_KILL_THREAD:
+		return "kill";
+	case SECCOMP_RET_TRAP:
+		return "trap";
+	default:
+		return "other";
+	}
+}
+
+/* DENIAL: u32 id, u64 ms, u32 arch, u32 syscall, u32 action, u32 pid, comm\0 exe\0. As
+ * launcherd's (docs/DENIALS.md), rate-limited per command (a command is a sandbox here);
+ * the pid is the guest's. */
+static void proc_denial(struct vm_keeper *k, const uint8_t *b, uint32_t len)
+{
+	struct backend_instance *bi = k->bi;
+	struct vm_proc *p;
+	struct vm_denial dn;
+	_cleanup_free_ char *name = NULL;
+	unsigned long long now = now_usec();
+	json_t *m;
+
+	if (vm_denial_parse(b, len, &dn) < 0 || !(p = proc_by_id(k, dn.id)))
+		return;
+	if (now - p->denial_window_usec >= 1000000ULL) {
+		proc_denials_suppressed(p);
+		p->denial_window_usec = now;
+		p->denials_in_window = 0;
+	}
+	if (p->denials_in_window >= VM_DENIALS_PER_SEC) {
+		if (p->denials_suppressed++ == 0 && !p->denial_timer &&
+		    event_add_timer(bi->host->loop, p->denial_window_usec + 1000000ULL - now, false,
+				    on_denial_window, p, &p->denial_timer) < 0)
+			log_debug("%s: %s: cannot arm the denials' timer", bi->name, p->sandbox);
+		return;
+	}
+	p->denials_in_window++;
+	name = seccomp_syscall_resolve_num_arch(dn.arch, (int)dn.syscall);
+	m = json_pack("{s:s,s:I,s:s,s:s,s:I,s:s,s:I}", "instance", p->sandbox, "timeMs",
+		      (json_int_t)dn.msec, "layer", "seccomp", "kind", "syscall", "syscallNr",
+		      (json_int_t)dn.syscall, "action", seccomp_action_name(dn.action), "pid",
+		      (json_int_t)dn.pid);
+	if (!m)
+		return;
+	/* (jansson refuses what is not UTF-8: such a name is left out) */
+	if (name)
+		(void)json_object_set_new(m, "syscall", json_string(name));
+	if (dn.comm[0])
+		(void)json_object_set_new(m, "comm", json_string(dn.comm));
+	if (dn.exe[0])
+		(void)json_object_set_new(m, "exe", json_string(dn.exe));
+	bi->host->event(bi->host, "denial", m);
+}
+
+static void proc_limit(struct vm_keeper *k, const uint8_t *b, uint32_t len)
+{
+	struct vm_proc *p = len == 5 ? proc_by_id(k, vm_get32(b)) : NULL;
+
+	if (p)
+		p->limits_hit |= b[4] & (VM_LIMIT_PIDS | VM_LIMIT_MEMORY);
+}
+
+/* The agent's GUARD for a spawn's plan: its cgroup limits, rlimits and seccomp program; NULL
+ * (and 0) when the plan has none of them. */
+static int guard_build(const struct backend_spawn *req, uint8_t **ret, size_t *ret_len)
+{
+	json_t *cg = json_object_get(req->plan, "cgroup"),
+	       *rl = json_object_get(req->plan, "rlimits");
+	json_t *sc = json_object_get(json_object_get(req->plan, "seccomp"), "program");
+	uint64_t vals[4] = { 0 };
+	json_t *v[4] = { json_object_get(cg, "memoryMaxBytes"), json_object_get(cg, "pidsMax"),
+			 json_object_get(rl, "cpu"), json_object_get(rl, "nofile") };
+	_cleanup_free_ uint8_t *g = NULL;
+	size_t prog = 0;
+	bool any = false;
+
+	*ret = NULL;
+	*ret_len = 0;
+	for (size_t i = 0; i < ELEMENTSOF(v); i++) {
+		if (!v[i])
+			continue;
+		if (!json_is_integer(v[i]) || json_integer_value(v[i]) < 0)
+			return -EINVAL;
+		vals[i] = (uint64_t)json_integer_value(v[i]);
+		any = any || vals[i];
+	}
+	g = malloc(VM_GUARD_FIXED + VM_GUARD_PROGRAM_MAX + 1);
+	if (!g)
+		return -ENOMEM;
+	if (sc) {
+		json_int_t idx = json_is_integer(sc) ? json_integer_value(sc) : -1;
+		ssize_t n;
+
+		if (idx < 0 || (size_t)idx >= req->n_fds)
+			return -EINVAL;
+		n = pread(req->fds[idx], g + VM_GUARD_FIXED, VM_GUARD_PROGRAM_MAX + 1, 0);
+		if (n < 0)
+			return -errno;
+		if (n == 0 || n > VM_GUARD_PROGRAM_MAX || n % 8 != 0)
+			return -EINVAL;
+		prog = (size_t)n;
+		any = true;
+	}
+	if (!any)
+		return 0;
+	/* id at 0, filled once the command has one */
+	for (size_t i = 0; i < ELEMENTSOF(vals); i++)
+		vm_put64(g + 4 + i * 8, vals[i]);
+	vm_put32(g + 36, (uint32_t)prog);
+	*ret_len = VM_GUARD_FIXED + prog;
+	*ret = TAKE_PTR(g);
+	return 0;
 }
 
 static void keeper_quit(struct vm_keeper *k);
@@ -1815,10 +2030,13 @@ static void proc_exited(struct vm_keeper *k, const uint8_t *b)
 		code = 0;
 		sig = SIGKILL;
 	} else if (sig) {
-		reason = p->killed && sig == SIGKILL ? "killed" : "signaled";
+		reason = p->killed && sig == SIGKILL			       ? "killed"
+			 : sig == SIGKILL && (p->limits_hit & VM_LIMIT_MEMORY) ? "memory"
+									       : "signaled";
 		code = 0;
 	} else
 		reason = "exited";
+	proc_denials_suppressed(p);
 	exit = exit_json(p, code, sig, reason);
 	if (k->oneshot == p) {
 		/* Reported once the VM is gone (keeper_ended()). */
@@ -1918,6 +2136,12 @@ static void keeper_handle(struct vm_keeper *k, uint8_t type, const uint8_t *b, u
 		break;
 	case VK_BASELINE:
 		keeper_baseline_note(k, b, len);
+		break;
+	case VK_LIMIT:
+		proc_limit(k, b, len);
+		break;
+	case VK_DENIAL:
+		proc_denial(k, b, len);
 		break;
 	default:
 		break;
@@ -2618,6 +2842,9 @@ static int vm_spawn(struct backend_instance *bi, const struct backend_spawn *req
 		for (size_t i = 0; i < envc; i++)
 			bytes_str(&msg, envp[i]);
 	}
+	r = guard_build(req, &p->guard, &p->guard_len);
+	if (r < 0)
+		goto fail;
 	r = -ENOMEM;
 	if (msg.oom || msg.len > (1 << 19))
 		goto fail;
@@ -2684,6 +2911,7 @@ fail:
 	free(p->wait_path);
 	free(p->wait_mount);
 	free(p->msg);
+	free(p->guard);
 	free(p);
 	return r;
 }

@@ -63,7 +63,10 @@ cp "$SRV/good/forward" "$SRV/bad/forward"
 cp "$SRV/good/forward" "$SRV/big/forward"
 # same size, one byte changed
 cp "$SRV/good/agent" "$SRV/bad/agent"
-printf 'X' | dd of="$SRV/bad/agent" bs=1 seek=1000 conv=notrunc status=none
+# (one byte changed: X, or Y where the agent has an X there)
+c=X
+[ "$(dd if="$SRV/good/agent" bs=1 skip=1000 count=1 status=none)" = X ] && c=Y
+printf '%s' "$c" | dd of="$SRV/bad/agent" bs=1 seek=1000 conv=notrunc status=none
 GOOD_SHA=$(sha256sum "$SRV/good/agent" | cut -d' ' -f1)
 BAD_SHA=$(sha256sum "$SRV/bad/agent" | cut -d' ' -f1)
 python3 - "$SRV" "$TEST_TMP/port" 2>"$TEST_TMP/srv.log" <<'EOF' &

@@ -14,7 +14,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/random.h>
+#include <linux/seccomp.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -28,7 +32,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/reboot.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -36,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../../launcherd/launcherd-audit-record.h"
 #include "../vm-proto.h"
 
 static int port = -1;
@@ -323,6 +330,8 @@ struct cmd {
 	bool in_eof, done;
 	bool out_wait, err_wait; /* a STDOUT/STDERR frame not acknowledged yet */
 	int status;
+	int cg;		  /* its cgroup's directory (GUARD with limits), or -1 */
+	uint32_t session; /* its audit session (GUARD with a program), or 0 */
 };
 
 static struct cmd *cmds;
@@ -359,6 +368,367 @@ static void cmd_close_in(struct cmd *c)
 		close(c->in);
 	c->in = -1;
 	c->inbuf.len = 0;
+}
+
+/* --- the guard: the policy's limits and syscall filter (GUARD), and the seccomp observer --- */
+
+/*
+ * A command's GUARD (the policy's limits and syscall filter) comes just before its EXEC: the
+ * command then runs in a cgroup v2 of its own (memory.max, memory.oom.group, pids.max; cgroup2
+ * is mounted at boot), with RLIMIT_CPU and RLIMIT_NOFILE, and loads the seccomp program
+ * (no_new_privs, SECCOMP_FILTER_FLAG_LOG) just before its exec. The agent is also the guest's
+ * seccomp observer: it reads the kernel's SECCOMP audit records (AUDIT_NLGRP_READLOG), parsed
+ * by launcherd's parser, ties each to a command by its audit session (the agent takes a fresh
+ * session, writing /proc/self/loginuid, before each guarded command's fork) and sends a DENIAL;
+ * a command's EXIT follows a LIMIT when a limit was hit, and comes only once the records of
+ * its refusals are in (a barrier: a refusal of the agent's own, whose record follows theirs).
+ */
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+
+static int cg_root = -1; /* CGROUP_ROOT with memory and pids for its children, or -1 */
+static int audit_fd = -1;
+
+/* The last GUARD, for the EXEC of its id, which the host sends next (one whose EXEC the keeper
+ * could not take is replaced by the next GUARD, or ignored by an EXEC of another id). A
+ * malformed one makes the EXEC of its id, or the next EXEC when it has none, fail: a command
+ * never runs with less than its policy. */
+static struct guard {
+	bool set, bad, id_known;
+	uint32_t id;
+	uint64_t memory, pids, cpu, nofile;
+	uint32_t n_insns;
+	struct sock_filter prog[VM_GUARD_PROGRAM_MAX / sizeof(struct sock_filter)];
+} guard;
+
+static int write_at(int dir, const char *name, const char *value)
+{
+	int fd = openat(dir, name, O_WRONLY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -1;
+	r = write_all(fd, value, strlen(value));
+	close(fd);
+	return r;
+}
+
+static int write_u64_at(int dir, const char *name, uint64_t v)
+{
+	char b[32];
+
+	(void)snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+	return write_at(dir, name, b);
+}
+
+/* "KEY N" of a flat-keyed file (memory.events, pids.events); 0 when absent. */
+static uint64_t keyed_at(int dir, const char *name, const char *key)
+{
+	char b[1024], *l, *save = NULL;
+	size_t klen = strlen(key);
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	b[n] = 0;
+	for (l = strtok_r(b, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (strncmp(l, key, klen) == 0 && l[klen] == ' ')
+			return strtoull(l + klen + 1, NULL, 10);
+	return 0;
+}
+
+/* At boot: cgroup2, with memory and pids (and cpu where the kernel has it) for the commands'
+ * cgroups; the audit records' read-only multicast group. */
+static void guard_init(void)
+{
+	struct sockaddr_nl a = { .nl_family = AF_NETLINK,
+				 .nl_groups = 1U << (AUDIT_NLGRP_READLOG - 1) };
+	int fd, sz = 1 << 20;
+
+	(void)mkdir(CGROUP_ROOT, 0755);
+	if (mount("cgroup2", CGROUP_ROOT, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0 &&
+	    (fd = open(CGROUP_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		(void)write_at(fd, "cgroup.subtree_control", "+cpu");
+		if (write_at(fd, "cgroup.subtree_control", "+memory +pids") == 0)
+			cg_root = fd;
+		else
+			close(fd);
+	}
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_AUDIT);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	/* (a burst of records waits here while a command's output is being sent) */
+	if (fd >= 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz));
+	audit_fd = fd;
+}
+
+/* GUARD (vm_guard_parse()). */
+static void do_guard(const uint8_t *b, uint32_t len)
+{
+	struct vm_guard g;
+
+	guard.set = true;
+	guard.bad = vm_guard_parse(b, len, &g) < 0;
+	guard.id_known = len >= 4;
+	guard.id = len >= 4 ? vm_get32(b) : 0;
+	if (guard.bad)
+		return;
+	guard.memory = g.memory;
+	guard.pids = g.pids;
+	guard.cpu = g.cpu;
+	guard.nofile = g.nofile;
+	guard.n_insns = g.prog_len / (uint32_t)sizeof(struct sock_filter);
+	memcpy(guard.prog, g.prog, g.prog_len);
+}
+
+/* The command's cgroup, with the guard's limits; *procs: its cgroup.procs, for the child to
+ * join. The directory's fd, or -1 (errno). */
+static int cgroup_make(uint32_t id, const struct guard *g, int *procs)
+{
+	char name[32];
+	int dir;
+
+	*procs = -1;
+	if (cg_root < 0) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	(void)snprintf(name, sizeof(name), "cmd-%u", id);
+	if (mkdirat(cg_root, name, 0755) < 0 && errno != EEXIST)
+		return -1;
+	dir = openat(cg_root, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -1;
+	/* (no swap in the guest; a kernel without swap accounting has no memory.swap.max) */
+	if (g->memory && (write_u64_at(dir, "memory.max", g->memory) < 0 ||
+			  write_at(dir, "memory.oom.group", "1") < 0))
+		goto fail;
+	(void)write_at(dir, "memory.swap.max", "0");
+	if (g->pids && write_u64_at(dir, "pids.max", g->pids) < 0)
+		goto fail;
+	*procs = openat(dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+	if (*procs < 0)
+		goto fail;
+	return dir;
+fail:
+	close(dir);
+	(void)unlinkat(cg_root, name, AT_REMOVEDIR);
+	return -1;
+}
+
+/* Cgroups whose last processes were still dying when their command ended: removed later. */
+static uint32_t cg_graves[64];
+static unsigned n_graves;
+
+static void cgroup_reap(void)
+{
+	for (unsigned i = 0; i < n_graves;) {
+		char name[32];
+
+		(void)snprintf(name, sizeof(name), "cmd-%u", cg_graves[i]);
+		if (unlinkat(cg_root, name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
+			cg_graves[i] = cg_graves[--n_graves];
+			continue;
+		}
+		i++;
+	}
+}
+
+/* The command ended: which limits it hit (LIMIT), everything left in its cgroup killed, the
+ * cgroup removed (now or once empty). */
+static void cgroup_end(struct cmd *c)
+{
+	uint8_t b[5];
+	char name[32];
+
+	if (c->cg < 0)
+		return;
+	b[4] = 0;
+	if (keyed_at(c->cg, "pids.events", "max") > 0)
+		b[4] |= VM_LIMIT_PIDS;
+	if (keyed_at(c->cg, "memory.events", "oom_kill") > 0 ||
+	    keyed_at(c->cg, "memory.events", "oom_group_kill") > 0)
+		b[4] |= VM_LIMIT_MEMORY;
+	if (b[4]) {
+		vm_put32(b, c->id);
+		send_frame(VM_LIMIT, b, sizeof(b));
+	}
+	(void)write_at(c->cg, "cgroup.kill", "1");
+	close(c->cg);
+	c->cg = -1;
+	(void)snprintf(name, sizeof(name), "cmd-%u", c->id);
+	if (unlinkat(cg_root, name, AT_REMOVEDIR) < 0 && errno != ENOENT &&
+	    n_graves < sizeof(cg_graves) / sizeof(cg_graves[0]))
+		cg_graves[n_graves++] = c->id;
+}
+
+/* In the child, last before the exec: the limits and the filter. */
+static void guard_apply_child(const struct guard *g, int procs)
+{
+	if (procs >= 0 && write(procs, "0", 1) != 1) {
+		dprintf(2, "cordon-vm-agent: cannot join the command's cgroup: %s\n",
+			strerror(errno));
+		_exit(126);
+	}
+	if (g->cpu)
+		(void)setrlimit(RLIMIT_CPU, &(struct rlimit){ g->cpu, g->cpu });
+	if (g->nofile)
+		(void)setrlimit(RLIMIT_NOFILE, &(struct rlimit){ g->nofile, g->nofile });
+	(void)setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
+	if (g->n_insns) {
+		struct sock_fprog fp = { .len = (unsigned short)g->n_insns,
+					 .filter = (struct sock_filter *)g->prog };
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_LOG, &fp) <
+			    0) {
+			dprintf(2, "cordon-vm-agent: cannot load the syscall filter: %s\n",
+				strerror(errno));
+			_exit(126);
+		}
+	}
+}
+
+/* A fresh audit session for the agent (so for the command it forks next): its refusals'
+ * records name it. 0 when the kernel has none. */
+static uint32_t session_new(void)
+{
+	char b[32] = "";
+	int fd = open("/proc/self/loginuid", O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = write(fd, "0", 1);
+	close(fd);
+	if (n != 1)
+		return 0;
+	fd = open("/proc/self/sessionid", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	b[n] = 0;
+	n = (ssize_t)strtoul(b, NULL, 10);
+	return n > 0 && (uint32_t)n != UINT32_MAX ? (uint32_t)n : 0;
+}
+
+/* A refusal of one of our commands (by its session) as a DENIAL. */
+static void audit_deliver(const struct audit_record *r)
+{
+	uint8_t b[VM_DENIAL_FIXED + sizeof(r->comm) + 1024];
+	size_t n = VM_DENIAL_FIXED, k;
+	struct cmd *c;
+
+	for (c = cmds; c; c = c->next)
+		if (c->session && c->session == r->session)
+			break;
+	if (!c)
+		return;
+	vm_put32(b, c->id);
+	vm_put64(b + 4, r->msec);
+	vm_put32(b + 12, r->arch);
+	vm_put32(b + 16, (uint32_t)r->syscall);
+	vm_put32(b + 20, r->code);
+	vm_put32(b + 24, (uint32_t)r->pid);
+	k = strnlen(r->comm, sizeof(r->comm) - 1);
+	memcpy(b + n, r->comm, k);
+	n += k;
+	b[n++] = 0;
+	k = strnlen(r->exe, 1023);
+	memcpy(b + n, r->exe, k);
+	n += k;
+	b[n++] = 0;
+	send_frame(VM_DENIAL, b, (uint32_t)n);
+}
+
+/* What the audit socket holds. Returns true when it held the record of pid barrier's
+ * refusal. */
+static bool audit_read(pid_t barrier)
+{
+	static char buf[16384];
+	static struct audit_record r;
+	bool seen = false;
+
+	for (;;) {
+		ssize_t n = recv(audit_fd, buf, sizeof(buf), MSG_DONTWAIT);
+		int len = (int)n;
+
+		if (n < 0 && (errno == EINTR || errno == ENOBUFS))
+			continue;
+		if (n <= 0)
+			break;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, len);
+		     h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_type != AUDIT_SECCOMP ||
+			    audit_record_parse(h->nlmsg_type, NLMSG_DATA(h),
+					       h->nlmsg_len - NLMSG_HDRLEN, &r) < 0)
+				continue;
+			if (barrier > 0 && r.pid == barrier)
+				seen = true;
+			else
+				audit_deliver(&r);
+		}
+	}
+	return seen;
+}
+
+/* Every refusal of the command so far is read and sent: a child of ours, in an audit session
+ * of its own, is refused getppid() (logged, as the commands' filters are), and the kernel
+ * queues its record after theirs. At most 2 s. */
+static void audit_barrier(void)
+{
+	static const struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getppid, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct timespec t0, t;
+	pid_t pid;
+
+	if (audit_fd < 0)
+		return;
+	pid = fork();
+	if (pid < 0)
+		return;
+	if (pid == 0) {
+		struct sock_fprog fp = { .len = sizeof(f) / sizeof(f[0]),
+					 .filter = (struct sock_filter *)f };
+
+		(void)session_new();
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_LOG, &fp) ==
+			    0)
+			(void)syscall(SYS_getppid);
+		_exit(0);
+	}
+	(void)waitpid(pid, NULL, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		long ms;
+
+		if (audit_read(pid))
+			return;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= 2000 || poll(&(struct pollfd){ .fd = audit_fd, .events = POLLIN }, 1,
+				       (int)(2000 - ms)) <= 0)
+			break;
+	}
+	/* No record: this kernel logs none (audit=0), and none will come. The observer stops
+	 * rather than hold every exit 2 s. */
+	close(audit_fd);
+	audit_fd = -1;
 }
 
 /* In the child: the workspace read-only for this command alone (its own mount namespace). */
@@ -434,12 +804,18 @@ static void do_exec(uint8_t *b, uint32_t len)
 	uint32_t id;
 	uint8_t flags;
 	pid_t pid;
+	bool guarded, refuse;
+	int cg = -1, procs = -1;
+	uint32_t session = 0;
 
 	if (len < 5)
 		return;
 	id = vm_get32(b);
 	flags = b[4];
-	if (cmd_find(id) || parse_exec(b + 5, len - 5, &argv, &envp, &cwd) < 0) {
+	guarded = guard.set && guard.id_known && guard.id == id;
+	refuse = guard.set && guard.bad && (guarded || !guard.id_known);
+	guard.set = false;
+	if (cmd_find(id) || parse_exec(b + 5, len - 5, &argv, &envp, &cwd) < 0 || refuse) {
 		send_frame(VM_ERROR, b, 4); /* (the id, no text: a bad frame) */
 		send_exit(id, 126, 0);
 		goto out;
@@ -460,6 +836,13 @@ static void do_exec(uint8_t *b, uint32_t len)
 		send_exit(id, 126, 0);
 		goto fail;
 	}
+	if (guarded && (guard.memory || guard.pids) && (cg = cgroup_make(id, &guard, &procs)) < 0) {
+		send_error(id, "a cgroup for %s's limits: %s", argv[0]);
+		send_exit(id, 126, 0);
+		goto fail;
+	}
+	if (guarded && guard.n_insns && audit_fd >= 0)
+		session = session_new();
 	pid = fork();
 	if (pid < 0) {
 		send_error(id, "fork for %s: %s", argv[0]);
@@ -484,6 +867,8 @@ static void do_exec(uint8_t *b, uint32_t len)
 			dprintf(2, "cordon-vm-agent: chdir %s: %s\n", cwd, strerror(errno));
 			_exit(126);
 		}
+		if (guarded)
+			guard_apply_child(&guard, procs);
 		execvpe(argv[0], argv, envp);
 		dprintf(2, "cordon-vm-agent: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
@@ -491,9 +876,13 @@ static void do_exec(uint8_t *b, uint32_t len)
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
+	if (procs >= 0)
+		close(procs);
 	fcntl(in[1], F_SETFL, O_NONBLOCK);
 	c->id = id;
 	c->pid = pid;
+	c->cg = cg;
+	c->session = session;
 	c->out = out[0];
 	c->err = err[0];
 	c->in = in[1];
@@ -502,6 +891,15 @@ static void do_exec(uint8_t *b, uint32_t len)
 	goto out;
 fail:
 	free(c);
+	if (procs >= 0)
+		close(procs);
+	if (cg >= 0) {
+		char name[32];
+
+		close(cg);
+		(void)snprintf(name, sizeof(name), "cmd-%u", id);
+		(void)unlinkat(cg_root, name, AT_REMOVEDIR);
+	}
 	for (int i = 0; i < 2; i++) {
 		if (out[i] >= 0)
 			close(out[i]);
@@ -525,6 +923,10 @@ static void do_frame(uint8_t type, struct buf *fb)
 	}
 	if (type == VM_EXEC) {
 		do_exec(fb->d, (uint32_t)fb->len);
+		return;
+	}
+	if (type == VM_GUARD) {
+		do_guard(fb->d, (uint32_t)fb->len);
 		return;
 	}
 	if (fb->len < 4 || !(c = cmd_find(vm_get32(fb->d))))
@@ -600,6 +1002,7 @@ int main(void)
 		sigprocmask(SIG_BLOCK, &chld, NULL);
 	}
 	load_modules();
+	guard_init();
 	lo_up();
 	port = open_port("agent");
 	if (port < 0)
@@ -617,7 +1020,7 @@ int main(void)
 	}
 
 	for (;;) {
-		size_t n = 0, want = 2;
+		size_t n = 0, want = 3;
 		sigset_t none;
 		int k;
 
@@ -637,6 +1040,8 @@ int main(void)
 		}
 		p[n] = (struct pollfd){ .fd = port, .events = POLLIN };
 		pc[n++] = NULL;
+		p[n] = (struct pollfd){ .fd = audit_fd, .events = POLLIN };
+		pc[n++] = NULL;
 		for (struct cmd *c = cmds; c; c = c->next) {
 			if (c->out >= 0 && !c->out_wait) {
 				p[n] = (struct pollfd){ .fd = c->out, .events = POLLIN };
@@ -655,7 +1060,9 @@ int main(void)
 		k = ppoll(p, n, NULL, &none);
 		if (k < 0 && errno != EINTR)
 			die_poweroff();
-		for (size_t i = 1; k > 0 && i < n; i++) {
+		if (k > 0 && p[1].revents)
+			(void)audit_read(0);
+		for (size_t i = 2; k > 0 && i < n; i++) {
 			struct cmd *c = pc[i];
 
 			if (!p[i].revents)
@@ -694,6 +1101,8 @@ int main(void)
 				die_poweroff(); /* the host let go of the VM */
 			do_frame(type, &fb);
 		}
+		if (n_graves)
+			cgroup_reap();
 		/* Reap the commands and whatever was orphaned to PID 1. */
 		for (;;) {
 			int st;
@@ -711,6 +1120,8 @@ int main(void)
 					/* Nothing of its session outlives it, so its pipes reach
 					 * EOF. */
 					(void)kill(-c->pid, SIGKILL);
+					if (c->cg >= 0)
+						(void)write_at(c->cg, "cgroup.kill", "1");
 				}
 		}
 		/* Stdin's EOF once what came before it is written; a command that ended and whose
@@ -721,6 +1132,9 @@ int main(void)
 			if (c->in_eof && !c->inbuf.len && c->in >= 0)
 				cmd_close_in(c);
 			if (c->done && c->out < 0 && c->err < 0) {
+				if (c->session)
+					audit_barrier();
+				cgroup_end(c);
 				send_exit(
 					c->id,
 					WIFEXITED(c->status) ? (uint32_t)WEXITSTATUS(c->status) : 0,
