@@ -76,6 +76,12 @@ def audit(value, backlog):
             return st[1], st[5], st[6]
 
 
+def emit(m):
+    """One JSON line in one write(): the sandboxed command writes to the same file (our stdout
+    is its stdout), and a line written in two parts could be split by its output."""
+    os.write(1, (json.dumps(m, sort_keys=True) + "\n").encode())
+
+
 def main():
     args = sys.argv[1:]
     if args and args[0] == "--audit":
@@ -131,14 +137,14 @@ def main():
             break
         t = m.get("type")
         if t == "denial":
-            print(json.dumps(m, sort_keys=True), flush=True)
+            emit(m)
         elif t in ("exit", "error"):
             final = m
             end = time.monotonic() + linger
     if final is None:
         print("denials.py: no exit", file=sys.stderr)
         return 1
-    print(json.dumps(final, sort_keys=True), flush=True)
+    emit(final)
     return 0
 
 
