@@ -11,7 +11,7 @@ export MODAL_FAKE_TOKEN_ID=ak-test$RANDOM
 export MODAL_FAKE_TOKEN_SECRET=as-secret$RANDOM$RANDOM$RANDOM
 "$PY" "${top_srcdir:?}/tests/fakes/modal_fake.py" --port-file "$dir/port" \
 	--token-id "$MODAL_FAKE_TOKEN_ID" --token-secret "$MODAL_FAKE_TOKEN_SECRET" \
-	--token-ttl 2 --dir "$dir/sandboxes" 2>"$dir/fake.log" &
+	--token-ttl 15 --dir "$dir/sandboxes" 2>"$dir/fake.log" &
 fake=$!
 for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.1; done
 [ -s "$dir/port" ] || { echo "1..0 # SKIP the fake did not start: $(tail -1 "$dir/fake.log")"; exit 0; }
