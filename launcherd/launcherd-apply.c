@@ -440,8 +440,15 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 	close_launcherd_fds(ctx);
 	umask(022);
 	/* The sandbox's own audit session, for its denials (launcherd-audit.h); while launcherd
-	 * reads them only. Before anything changes our view of /proc. */
-	audit_child_session(ctx->uid);
+	 * reads them only. Before anything changes our view of /proc. It goes to launcherd as
+	 * the report pipe's first record, written before the init exists: launcherd need not
+	 * look the init up in /proc for it. */
+	if (ctx->audit_session) {
+		struct apply_report rep = { .type = APPLY_REPORT_SESSION,
+					    .session = audit_child_session(ctx->uid) };
+
+		(void)!write(ctx->report_fd, &rep, sizeof(rep));
+	}
 
 	/* userns-map: made by the clone, mapped now; or (userns_late) made and mapped after
 	 * session, through this /proc/self/ of the host's proc. */

@@ -58,6 +58,9 @@ struct apply_context {
 	 * emptied its own at start, and only a new user namespace could fill it again): the
 	 * capabilities step reads nothing of it, one prctl() per capability. */
 	bool bset_empty;
+	/* launcherd reads denials: give the sandbox an audit session and report it first on
+	 * report_fd (audit_child_session(), APPLY_REPORT_SESSION) */
+	bool audit_session;
 
 	int cgroup_go_fd; /* with a cgroup: one byte once launcherd moved us into it, else -1 */
 	/* ... or, the light spawn, its cgroup.procs files (v1: pids, memory), each or -1: we move

@@ -98,11 +98,9 @@ static uint64_t now_usec(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000;
 }
 
-static uint32_t read_session(const char *path)
+/* A sessionid file's content (n bytes read into buf, NUL-terminated). No allocation. */
+static uint32_t parse_session(const char *buf, ssize_t n)
 {
-	char buf[16] = { 0 };
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
 	char *end;
 	unsigned long v;
 
@@ -113,6 +111,14 @@ static uint32_t read_session(const char *path)
 	if (errno || end == buf || v >= AUDIT_SESSION_NONE)
 		return AUDIT_SESSION_NONE;
 	return (uint32_t)v;
+}
+
+static uint32_t read_session(const char *path)
+{
+	char buf[16] = { 0 };
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	return parse_session(buf, fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1));
 }
 
 int audit_open(void)
@@ -178,15 +184,11 @@ unsigned audit_seccomp_flags(void)
 	return A.active ? SECCOMP_FILTER_FLAG_LOG : 0;
 }
 
-void audit_child_session(uid_t uid)
+uint32_t audit_child_session(uid_t uid)
 {
-	char buf[16];
-	_cleanup_close_ int fd = -1;
-	int n;
+	char buf[16] = { 0 };
+	_cleanup_close_ int dir = -1, fd = -1;
 
-	/* Whatever the kernel's audit state: seccomp records come even with it off. */
-	if (!A.active)
-		return;
 	/*
 	 * Why this is safe: it sets the login uid of this process only (the kernel allows that
 	 * for ourselves alone), to the requester's uid, which is what the sandbox's processes run
@@ -194,14 +196,24 @@ void audit_child_session(uid_t uid)
 	 * sandbox starts and out of its reach (changing a set login uid takes the audit-control
 	 * capability, which no sandbox has, nor launcherd).
 	 * When launcherd's own login uid is already set, this fails (we do not hold that
-	 * capability) and nothing changes.
+	 * capability) and nothing changes: the session read is launcherd's, which launcherd
+	 * takes for none. One lookup of our /proc directory serves both files (it is the costly
+	 * part: a new process's first).
 	 */
-	fd = open("/proc/self/loginuid", O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = snprintf(buf, sizeof(buf), "%u", (unsigned)uid);
-	if (n > 0 && (size_t)n < sizeof(buf))
-		(void)!write(fd, buf, (size_t)n);
+	dir = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return AUDIT_SESSION_NONE;
+	fd = openat(dir, "loginuid", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		int k = snprintf(buf, sizeof(buf), "%u", (unsigned)uid);
+
+		if (k > 0 && (size_t)k < sizeof(buf))
+			(void)!write(fd, buf, (size_t)k);
+		fd = safe_close(fd);
+	}
+	fd = openat(dir, "sessionid", O_RDONLY | O_CLOEXEC);
+	memset(buf, 0, sizeof(buf));
+	return parse_session(buf, fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1));
 }
 
 static void send_suppressed(struct audit_sb *s);
@@ -279,6 +291,18 @@ static void read_sb_session(struct audit_sb *s, bool final)
 	if (s->session == A.own_session)
 		s->session = AUDIT_SESSION_NONE;
 	s->session_read = final || s->session != AUDIT_SESSION_NONE;
+}
+
+void audit_sandbox_session(const char *id, uint32_t session)
+{
+	struct audit_sb *s = A.active ? find_id(id) : NULL;
+
+	if (!s || s->session_read)
+		return;
+	/* Written by launcherd's own set-up child before the sandbox ran anything (the report
+	 * pipe's first record, launcherd-sandbox.c): as good as reading the init's /proc entry. */
+	s->session = session == A.own_session ? AUDIT_SESSION_NONE : session;
+	s->session_read = true;
 }
 
 void audit_sandbox_exec(const char *id)

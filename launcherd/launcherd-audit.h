@@ -57,9 +57,11 @@ json_t *audit_hello(bool privileged);
  * Landlock ABI 7), seccomp(SECCOMP_SET_MODE_FILTER) flags (log). 0 when the reader is off. */
 unsigned audit_landlock_flags(void);
 unsigned audit_seccomp_flags(void);
-/* Child side, early in the set-up: give the sandbox an audit session of its own (its login
- * uid set to uid). Best effort. */
-void audit_child_session(uid_t uid);
+/* Child side, early in the set-up, when launcherd's reader runs: give the sandbox an audit
+ * session of its own (its login uid set to uid), and return the session we then have (or
+ * UINT32_MAX when it cannot be read). Best effort; no allocation (a light child shares
+ * launcherd's memory). */
+uint32_t audit_child_session(uid_t uid);
 
 /* A sandbox's init (pid) runs for requester c: remember who it is. notify: the init holds the
  * floor's listener (sandbox-init.h) and reports its refusals itself. */
@@ -70,7 +72,11 @@ void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c,
 void audit_sandbox_notified(const char *id, uint32_t dropped, int32_t nr, uint32_t arch,
 			    uint32_t pid, const uint64_t args[6], const char comm[16]);
 void audit_sandbox_dropped(const char *id, uint32_t dropped);
-/* Its command was exec'd (the set-up is over): read its audit session. */
+/* Its set-up child's report of its audit session (APPLY_REPORT_SESSION), taken as its own
+ * unless it is launcherd's (the child could not make one). */
+void audit_sandbox_session(const char *id, uint32_t session);
+/* Its command was exec'd (the set-up is over): its audit session, read from its init's /proc
+ * entry unless reported already. */
 void audit_sandbox_exec(const char *id);
 /* It ended (its identity lingers AUDIT_LINGER_USEC), or its requester went away. */
 void audit_sandbox_ended(const char *id);

@@ -89,6 +89,9 @@ struct sandbox {
 	int cgroup_error;	    /* creating its cgroup failed: the child was killed */
 	struct apply_report report; /* valid when have_report */
 	bool have_report;
+	/* Its set-up child reports its audit session as the report pipe's first record
+	 * (APPLY_REPORT_SESSION): until a first record is read. */
+	bool session_first;
 	bool trail_open;       /* its start is in the admin's trail, its end not yet */
 	char floor_rules[128]; /* the admin floor's rules it was held to, for its end record */
 };
@@ -392,12 +395,19 @@ int sandbox_signal(struct sandbox *s, int sig, enum kill_reason reason)
 	return 0;
 }
 
+static bool read_report(struct sandbox *s, unsigned max);
+static void send_exit(struct sandbox *s, const struct apply_report *rep, const siginfo_t *si);
+
 static void send_spawned(struct sandbox *s)
 {
 	_cleanup_json_ json_t *m = NULL;
 	int fds[2] = { s->pidfd, -1 };
 	size_t n_fds = 1;
 
+	/* Its audit session: the report pipe's first record, from its set-up child (then
+	 * launcherd need not look its init up in /proc for it). */
+	if (s->session_first)
+		(void)read_report(s, 1);
 	audit_sandbox_exec(s->id); /* its audit session is set by now */
 	if (!s->conn)
 		return;
@@ -496,8 +506,14 @@ static int status_resolve(struct sandbox *s)
 	launcherd_trace(s->id, "exec-seen");
 	send_spawned(s);
 	launcherd_trace(s->id, "spawned-sent");
-	/* Without it, the exit is reported when the init is reaped, as for a killed init. */
-	if (event_add_io(s->d->loop, s->report_fd, EPOLLIN, on_report, s, &s->report_src) < 0)
+	if (s->have_report) {
+		/* Read with the session (its set-up child could not write that record). */
+		if (s->report.alone && s->state == SB_RUNNING)
+			send_exit(s, &s->report, NULL);
+	} else if (event_add_io(s->d->loop, s->report_fd, EPOLLIN, on_report, s, &s->report_src) <
+		   0)
+		/* Without it, the exit is reported when the init is reaped, as for a killed
+		 * init. */
 		s->report_src = NULL;
 	return 1;
 }
@@ -513,34 +529,42 @@ static int on_status(struct event_source *src, int fd, uint32_t revents, void *u
 
 /* The init's report into s->report, when it wrote one: true and s->have_report set. The
  * floor's refusals it reported before (DENIAL records, sandbox-init.h) go to the denial reader,
- * at most 64 a call: the init limits itself to far fewer, and one sandbox never holds the loop.
- * Never blocks. */
-static bool read_report(struct sandbox *s)
+ * at most max records a call (64: the init limits itself to far fewer, and one sandbox never
+ * holds the loop); first of all, when asked for, the set-up child's audit session. Never
+ * blocks. */
+static bool read_report(struct sandbox *s, unsigned max)
 {
 	struct apply_report rep;
 	ssize_t n = -1;
+	unsigned i;
 
 	if (s->report_fd < 0)
 		return false;
-	for (unsigned i = 0; i < 64; i++) {
+	for (i = 0; i < max; i++) {
+		bool first = s->session_first;
+
 		do
 			n = read(s->report_fd, &rep, sizeof(rep));
 		while (n < 0 && errno == EINTR);
-		if (n != (ssize_t)sizeof(rep) ||
-		    (rep.type != APPLY_REPORT_DENIAL && rep.type != APPLY_REPORT_DROPPED))
+		if (n != (ssize_t)sizeof(rep))
 			break;
+		s->session_first = false;
 		/* Written by the init, as the requester: the reader checks each field. */
 		if (rep.type == APPLY_REPORT_DENIAL)
 			audit_sandbox_notified(s->id, rep.dropped, rep.nr, rep.arch, rep.pid,
 					       rep.args, rep.comm);
-		else
+		else if (rep.type == APPLY_REPORT_DROPPED)
 			audit_sandbox_dropped(s->id, rep.dropped);
+		/* Written by our own set-up child before the init ran: taken only as the first
+		 * record, and only when the child was asked for it; one the init wrote (as the
+		 * requester) can never come first, and any later one ends the report. */
+		else if (rep.type == APPLY_REPORT_SESSION && first)
+			audit_sandbox_session(s->id, rep.session);
+		else
+			break;
 	}
-	if (n == (ssize_t)sizeof(rep) &&
-	    (rep.type == APPLY_REPORT_DENIAL || rep.type == APPLY_REPORT_DROPPED))
+	if (i == max || (n < 0 && errno == EAGAIN))
 		return false; /* more to come: the loop calls us again */
-	if (n < 0 && errno == EAGAIN)
-		return false;
 	/* EXIT is the last record: the init writes it and exits. Anything else (a short record,
 	 * an unknown type, EOF) ends the report without one. */
 	event_source_free(s->report_src);
@@ -598,7 +622,7 @@ static int on_report(struct event_source *src, int fd, uint32_t revents, void *u
 {
 	struct sandbox *s = userdata;
 
-	if (read_report(s) && s->report.alone && s->state == SB_RUNNING)
+	if (read_report(s, 64) && s->report.alone && s->state == SB_RUNNING)
 		send_exit(s, &s->report, NULL);
 	return 0;
 }
@@ -624,7 +648,7 @@ static int on_pidfd(struct event_source *src, int fd, uint32_t revents, void *us
 		 * the init's backlog (SANDBOX_INIT_REPORT_BACKLOG, a few calls' worth). Bounded
 		 * all the same. */
 		for (unsigned i = 0; i < 16 && !s->have_report && s->report_fd >= 0; i++)
-			(void)read_report(s);
+			(void)read_report(s, 64);
 		send_exit(s, s->have_report ? &s->report : NULL, &si);
 	}
 	sandbox_free(s);
@@ -907,6 +931,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 		.limits_differ = c->limits_differ,
 		/* Privileged mode only: no new user namespace, launcherd's empty bounding set. */
 		.bset_empty = d->bset_empty,
+		.audit_session = audit_active(),
 		.cgroup_go_fd = cgroup_go[0],
 		.cgroup_procs = { cgroup_procs[0], cgroup_procs[1] },
 		.nproc_limit = d->cgroup.kind == CGROUP_NONE ? plan->pids_max : 0,
@@ -968,6 +993,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	s->pidfd = pidfd;
 	s->status_fd = TAKE_FD(status[0]);
 	s->report_fd = TAKE_FD(report[0]);
+	s->session_first = ctx.audit_session;
 	s->proxy_sock = TAKE_FD(proxy_sv[0]);
 	s->start_usec = now_usec();
 	(void)fd_set_nonblock(s->status_fd, true);

@@ -93,6 +93,10 @@ enum apply_report_type {
 	APPLY_REPORT_EXIT,    /* status, alone: the last record */
 	APPLY_REPORT_DENIAL,  /* a refusal of the floor's (sandbox-init.c only): what follows */
 	APPLY_REPORT_DROPPED, /* dropped alone: refusals the init did not report */
+	/* session alone: the audit session the set-up child gave the sandbox (launcherd-audit.h),
+	 * written by that child, before the init runs: launcherd takes it only as the first
+	 * record, and only when it asked the child for it (any later one ends the report) */
+	APPLY_REPORT_SESSION,
 };
 
 struct apply_report {
@@ -107,7 +111,7 @@ struct apply_report {
 	int32_t nr;
 	uint32_t arch;
 	uint32_t pid;
-	uint32_t pad;
+	uint32_t session; /* SESSION */
 	uint64_t args[6];
 	/* DENIAL: the caller's /proc/PID/comm as the init read it (best effort), NUL-padded */
 	char comm[16];
