@@ -355,11 +355,11 @@ static void on_signal(long sig, long child, void (*before_exit)(void))
 /*
  * The floor's listener (sandbox-init.h, docs/DENIALS.md). The floor returns
  * SECCOMP_RET_USER_NOTIF for what it refuses, and nothing else: an allowed call never comes
- * here. Each notification is answered at once with EPERM, the errno the floor's rule gives
- * without a listener; never with SECCOMP_USER_NOTIF_FLAG_CONTINUE, so the call is refused
- * whatever we read, and nothing the caller changes in its memory meanwhile matters (we read
- * only the registers the kernel copied). Then it is reported on the report pipe, within our
- * rate limit. We are under the floor ourselves: every call made here is one it allows (ppoll,
+ * here. Each notification is answered with EPERM, the errno the floor's rule gives without a
+ * listener, as soon as the caller's name is read (while it waits; it may be gone after);
+ * never with SECCOMP_USER_NOTIF_FLAG_CONTINUE, so the call is refused whatever we read, and
+ * nothing the caller changes in its memory meanwhile matters (we read only the registers the
+ * kernel copied). Then it is reported on the report pipe, within our rate limit. We are under the floor ourselves: every call made here is one it allows (ppoll,
  * read, ioctl with SECCOMP_IOCTL_NOTIF_*, write, clock_gettime, wait4, kill), or we would wait
  * on ourselves. Should the plan's own filter refuse one of them, the listener is closed: the
  * floor's refusals are then ENOSYS (still refused, the kernel's answer without a listener) and
@@ -450,6 +450,7 @@ static void notif_handle(void)
 	struct seccomp_notif_resp resp;
 	struct apply_report rep = { .type = APPLY_REPORT_DENIAL };
 	long r, now;
+	int report;
 
 	memset(&req, 0, sizeof(req)); /* the kernel wants it zeroed */
 	r = sc3(__NR_ioctl, notif.fd, SECCOMP_IOCTL_NOTIF_RECV, &req);
@@ -459,19 +460,23 @@ static void notif_handle(void)
 		notif_close();
 		return;
 	}
+	now = now_ns();
+	if (now - notif.window_ns >= 1000000000L || notif.window_ns == 0) {
+		notif.window_ns = now ? now : 1;
+		notif.in_window = 0;
+	}
+	report = notif.in_window < SANDBOX_INIT_DENIALS_PER_SEC;
+	/* The caller's name while it still waits in the refused call: once answered it may be
+	 * gone (`unshare -U true` exits at once), and its /proc entry with it. */
+	if (report)
+		read_comm(req.pid, rep.comm, sizeof(rep.comm));
 	resp = (struct seccomp_notif_resp){ .id = req.id, .error = -EPERM };
 	r = sc3(__NR_ioctl, notif.fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	if (r < 0 && r != -ENOENT) {
 		notif_close();
 		return;
 	}
-
-	now = now_ns();
-	if (now - notif.window_ns >= 1000000000L || notif.window_ns == 0) {
-		notif.window_ns = now ? now : 1;
-		notif.in_window = 0;
-	}
-	if (notif.in_window >= SANDBOX_INIT_DENIALS_PER_SEC) {
+	if (!report) {
 		notif.dropped++;
 		return;
 	}
@@ -482,7 +487,6 @@ static void notif_handle(void)
 	rep.pid = req.pid;
 	for (int i = 0; i < 6; i++)
 		rep.args[i] = req.data.args[i];
-	read_comm(req.pid, rep.comm, sizeof(rep.comm));
 	if (report_put(&rep) == 0)
 		notif.dropped = 0;
 	else
