@@ -28,7 +28,7 @@ backends/vm/libbackend_a-vm.$(OBJEXT): backends/vm/vm-paths.h
 CLEANFILES += backends/vm/vm-paths.h
 
 TESTS += tests/integration/vm-backend.sh
-EXTRA_DIST += tests/integration/vm-backend.sh
+EXTRA_DIST += tests/integration/vm-backend.sh tests/integration/vm-lib.sh
 TESTS += tests/integration/vm-baseline.sh
 EXTRA_DIST += tests/integration/vm-baseline.sh
 TESTS += tests/integration/vm-proxy.sh

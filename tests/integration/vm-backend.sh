@@ -18,38 +18,8 @@
 # the backend ($CONFORMANCE_CHECKS, default a bounded subset). Skipped when QEMU or the kernel
 # cannot be had, unless CORDON_MUST_WORK=1.
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
-
-# Slow (a boot per command under TCG): run once per CI, in the first build.
-if [ -n "${CORDON_SKIP_SLOW:-}" ]; then
-	echo "1..0 # SKIP slow: run in the other build"
-	exit 0
-fi
-
-CACHE=${CORDON_VM_CACHE:-$top_builddir/vm-cache}
-# (skip_all is a failure under CORDON_MUST_WORK=1)
-need() { skip_all "$1"; }
-[ -x "$CORDON" ] || skip_all "cordon not built"
-[ -x "$top_builddir/cordon-vm-helpers" ] || skip_all "cordon-vm-helpers not built"
-command -v qemu-system-x86_64 >/dev/null || need "qemu-system-x86_64 missing (qemu-system-x86)"
-[ -x /bin/busybox ] || need "no static busybox (busybox-static)"
-{ [ -s "$CACHE/vmlinux" ] && [ -s "$CACHE/modules.order" ]; } ||
-	need "no guest kernel in $CACHE (backends/vm/fetch-kernel.sh $CACHE fetches it)"
-chmod -R a+rX "$CACHE"
-# The controller runs these (the build's, not the installed ones).
-export CORDON_VM_HELPERS="$top_builddir/cordon-vm-helpers"
-export CORDON_VM_MKINITRAMFS="$top_srcdir/backends/vm/mkinitramfs.sh"
-# The helpers' offline mirror: this source built as the pins say (tests/integration/vm-helpers.sh
-# fails when it does not).
-CC=$(sed -n 's/^CC = //p' "$top_builddir/Makefile")
-HELPERS="$TEST_TMP/helpers"
-(cd "$TEST_TMP" && CC=$CC "$top_srcdir/backends/vm/build-helpers.sh" "$top_srcdir" "$HELPERS") \
-	>"$TEST_TMP/helpers.log" 2>&1 || need "the guest helpers do not build: $(tail -c 300 "$TEST_TMP/helpers.log")"
+. "${top_srcdir:?}/tests/integration/vm-lib.sh"
 PIN=$(awk '$1 == "agent" { print $2 }' "$top_srcdir/backends/vm/helper-pins.txt")
-# <vmDir>: the cached kernel and its modules, linked; bin/ and the initramfs are the backend's.
-VMD="$TEST_TMP/vm"
-mkdir -p "$VMD"
-for f in vmlinux modules modules.order; do ln -s "$CACHE/$f" "$VMD/$f"; done
-chmod a+rx "$TEST_TMP" "$VMD"
 ACTIVATE=(backend activate builtin:vm --set kernel="$VMD/vmlinux"
 	--set helpersBaseUrl="file://$HELPERS/")
 

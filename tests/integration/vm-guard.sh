@@ -9,32 +9,8 @@
 # that user's stream only. Skipped as vm-backend.sh is
 # (QEMU, busybox, the guest kernel), unless CORDON_MUST_WORK=1.
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
-
-if [ -n "${CORDON_SKIP_SLOW:-}" ]; then
-	echo "1..0 # SKIP slow: run in the other build"
-	exit 0
-fi
-
-CACHE=${CORDON_VM_CACHE:-$top_builddir/vm-cache}
-need() { skip_all "$1"; }
-[ -x "$CORDON" ] || skip_all "cordon not built"
-[ -x "$top_builddir/cordon-vm-helpers" ] || skip_all "cordon-vm-helpers not built"
-command -v qemu-system-x86_64 >/dev/null || need "qemu-system-x86_64 missing (qemu-system-x86)"
+. "${top_srcdir:?}/tests/integration/vm-lib.sh"
 command -v jq >/dev/null || need "jq missing"
-[ -x /bin/busybox ] || need "no static busybox (busybox-static)"
-{ [ -s "$CACHE/vmlinux" ] && [ -s "$CACHE/modules.order" ]; } ||
-	need "no guest kernel in $CACHE (backends/vm/fetch-kernel.sh $CACHE fetches it)"
-chmod -R a+rX "$CACHE"
-export CORDON_VM_HELPERS="$top_builddir/cordon-vm-helpers"
-export CORDON_VM_MKINITRAMFS="$top_srcdir/backends/vm/mkinitramfs.sh"
-CC=$(sed -n 's/^CC = //p' "$top_builddir/Makefile")
-HELPERS="$TEST_TMP/helpers"
-(cd "$TEST_TMP" && CC=$CC "$top_srcdir/backends/vm/build-helpers.sh" "$top_srcdir" "$HELPERS") \
-	>"$TEST_TMP/helpers.log" 2>&1 || need "the guest helpers do not build: $(tail -c 300 "$TEST_TMP/helpers.log")"
-VMD="$TEST_TMP/vm"
-mkdir -p "$VMD"
-for f in vmlinux modules modules.order; do ln -s "$CACHE/$f" "$VMD/$f"; done
-chmod a+rx "$TEST_TMP" "$VMD"
 
 WORK="$TEST_TMP/work"
 mkdir -p "$WORK"

@@ -12,33 +12,9 @@
 # and `closed` events; a lease runs a proxy command; a bulk download comes through intact.
 # Skipped when QEMU or the kernel cannot be had, unless CORDON_MUST_WORK=1.
 . "${top_srcdir:?}/tests/integration/cli-lib.sh"
-
-if [ -n "${CORDON_SKIP_SLOW:-}" ]; then
-	echo "1..0 # SKIP slow: run in the other build"
-	exit 0
-fi
-
-CACHE=${CORDON_VM_CACHE:-$top_builddir/vm-cache}
-need() { skip_all "$1"; }
-[ -x "$CORDON" ] || skip_all "cordon not built"
-[ -x "$top_builddir/cordon-vm-helpers" ] || skip_all "cordon-vm-helpers not built"
-command -v qemu-system-x86_64 >/dev/null || need "qemu-system-x86_64 missing (qemu-system-x86)"
+. "${top_srcdir:?}/tests/integration/vm-lib.sh"
 command -v python3 >/dev/null || need "python3 missing"
-[ -x /bin/busybox ] || need "no static busybox (busybox-static)"
-{ [ -s "$CACHE/vmlinux" ] && [ -s "$CACHE/modules.order" ]; } ||
-	need "no guest kernel in $CACHE (backends/vm/fetch-kernel.sh $CACHE fetches it)"
-chmod -R a+rX "$CACHE"
-export CORDON_VM_HELPERS="$top_builddir/cordon-vm-helpers"
-export CORDON_VM_MKINITRAMFS="$top_srcdir/backends/vm/mkinitramfs.sh"
-CC=$(sed -n 's/^CC = //p' "$top_builddir/Makefile")
-HELPERS="$TEST_TMP/helpers"
-(cd "$TEST_TMP" && CC=$CC "$top_srcdir/backends/vm/build-helpers.sh" "$top_srcdir" "$HELPERS") \
-	>"$TEST_TMP/helpers.log" 2>&1 || need "the guest helpers do not build: $(tail -c 300 "$TEST_TMP/helpers.log")"
 FPIN=$(awk '$1 == "forward" { print $2 }' "$top_srcdir/backends/vm/helper-pins.txt")
-VMD="$TEST_TMP/vm"
-mkdir -p "$VMD"
-for f in vmlinux modules modules.order; do ln -s "$CACHE/$f" "$VMD/$f"; done
-chmod a+rx "$TEST_TMP" "$VMD"
 
 # The upstream: an HTTP server on the host's loopback (a name pinned to it is allowed below).
 python3 - "$TEST_TMP" <<'PY' &
