@@ -147,6 +147,15 @@ ssize_t loop_read(int fd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
+int loop_read_all(int fd, void *buf, size_t len)
+{
+	ssize_t n = loop_read(fd, buf, len);
+
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len)
 {
 	_cleanup_free_ char *buf = NULL;

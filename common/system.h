@@ -32,6 +32,8 @@ void close_all_but(int *keep, size_t n);
 int loop_write(int fd, const void *buf, size_t len);
 /* Read up to len bytes, retrying EINTR and short reads until len or EOF. Returns bytes read. */
 ssize_t loop_read(int fd, void *buf, size_t len);
+/* Read exactly len bytes: 0, or -errno, or -EIO at an EOF before len. */
+int loop_read_all(int fd, void *buf, size_t len);
 
 /*
  * Read a whole file (or fd) into a NUL-terminated buffer, refusing more than max bytes with

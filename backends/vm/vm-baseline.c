@@ -740,23 +740,6 @@ static void why_set(char *why, size_t size, const char *a, const char *b)
 	why[n] = 0;
 }
 
-static int w_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-
-	while (n > 0) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* Write all of p to the non-blocking fd by the deadline: 0, or -1. */
 static int w_deadline(int fd, const uint8_t *p, size_t n, uint64_t deadline)
 {
@@ -1021,11 +1004,11 @@ int vmb_keeper_save(const struct vmb_job *j, int q, uint64_t deadline, uint64_t 
 	tmp[0] = 0;
 	mfd = openat(j->dir_fd, tmpm, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0400);
 	(void)u64_dec(*bytes, num);
-	if (mfd < 0 || w_all(mfd, "{\"artifact\":{\"sha256\":\"", 23) < 0 ||
-	    w_all(mfd, hex, 64) < 0 || w_all(mfd, "\",\"bytes\":", 10) < 0 ||
-	    w_all(mfd, num, strlen(num)) < 0 || w_all(mfd, "},\"identity\":", 13) < 0 ||
-	    w_all(mfd, j->identity, strlen(j->identity)) < 0 || w_all(mfd, "}\n", 2) < 0 ||
-	    fsync(mfd) < 0) {
+	if (mfd < 0 || loop_write(mfd, "{\"artifact\":{\"sha256\":\"", 23) < 0 ||
+	    loop_write(mfd, hex, 64) < 0 || loop_write(mfd, "\",\"bytes\":", 10) < 0 ||
+	    loop_write(mfd, num, strlen(num)) < 0 || loop_write(mfd, "},\"identity\":", 13) < 0 ||
+	    loop_write(mfd, j->identity, strlen(j->identity)) < 0 ||
+	    loop_write(mfd, "}\n", 2) < 0 || fsync(mfd) < 0) {
 		err = "cannot write the manifest";
 		goto out;
 	}

@@ -837,48 +837,14 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static int r_write(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-
-	while (n > 0) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-static int r_read(int fd, void *buf, size_t n)
-{
-	char *p = buf;
-
-	while (n > 0) {
-		ssize_t k = read(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 static int r_frame(int fd, uint8_t type, const void *data, uint32_t len)
 {
 	uint8_t h[VM_FRAME_HEADER];
 
 	vm_frame_header(h, type, len);
-	if (r_write(fd, h, sizeof(h)) < 0)
+	if (loop_write(fd, h, sizeof(h)) < 0)
 		return -1;
-	return len ? r_write(fd, data, len) : 0;
+	return len ? loop_write(fd, data, len) : 0;
 }
 
 /* The keeper's commands: slot by id. */
@@ -973,7 +939,7 @@ static int ctl_read(int fd, uint8_t *type, uint8_t *buf, size_t size, uint32_t *
 	*len = vm_get32(h + 1);
 	if (*len > size)
 		return -1;
-	return *len ? r_read(fd, buf, *len) : 0;
+	return *len ? loop_read_all(fd, buf, *len) : 0;
 }
 
 /* Report a baseline's fate to the controller (VK_BASELINE). */
@@ -1088,7 +1054,7 @@ static void keeper_hello(struct keeper_args *a, pid_t qemu, uint64_t t0, uint64_
 	ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	vm_put32(a->init + VM_FRAME_HEADER, (uint32_t)(ns >> 32));
 	vm_put32(a->init + VM_FRAME_HEADER + 4, (uint32_t)ns);
-	if (r_write(a->agent, a->init, a->init_len) < 0)
+	if (loop_write(a->agent, a->init, a->init_len) < 0)
 		keeper_end(a, qemu, "the VM went away");
 	vm_put32(x, (uint32_t)(mono_ms() - t0));
 	vm_put32(x + 4, (uint32_t)boot_ms);
@@ -1311,10 +1277,10 @@ _noreturn_ static void keeper_run(struct keeper_args *a)
 			uint32_t len;
 			struct kproc *c;
 
-			if (r_read(a->agent, h, sizeof(h)) < 0)
+			if (loop_read_all(a->agent, h, sizeof(h)) < 0)
 				keeper_end(a, qemu, "the VM's agent went away");
 			len = vm_get32(h + 1);
-			if (len > sizeof(buf) || (len && r_read(a->agent, buf, len) < 0))
+			if (len > sizeof(buf) || (len && loop_read_all(a->agent, buf, len) < 0))
 				keeper_end(a, qemu, "a bad frame from the guest");
 			c = len >= 4 && h[0] != VM_READY ? kproc_find(vm_get32(buf)) : NULL;
 			switch (h[0]) {
@@ -1364,9 +1330,9 @@ _noreturn_ static void keeper_run(struct keeper_args *a)
 				break;
 			case VM_ERROR:
 				if (c && c->io[2] >= 0) {
-					(void)r_write(c->io[2], "cordon-vm: ", 11);
-					(void)r_write(c->io[2], buf + 4, len - 4);
-					(void)r_write(c->io[2], "\n", 1);
+					(void)loop_write(c->io[2], "cordon-vm: ", 11);
+					(void)loop_write(c->io[2], buf + 4, len - 4);
+					(void)loop_write(c->io[2], "\n", 1);
 				} else if (!c && len > 4)
 					(void)r_frame(a->ctl, VK_ERROR, buf + 4, len - 4);
 				break;

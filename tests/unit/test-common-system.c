@@ -118,6 +118,15 @@ static void test_loop_io(void)
 	is_int(0, loop_read(p[0], buf, sizeof(buf)), "loop_read at EOF returns 0");
 	safe_close(p[0]);
 
+	/* loop_read_all: all of it, or -EIO at an EOF before. */
+	if (pipe2(p, O_CLOEXEC) < 0)
+		bail("pipe2: %m");
+	is_int(0, loop_write(p[1], "hello", 5), "loop_write of 5 bytes again");
+	p[1] = safe_close(p[1]);
+	is_int(0, loop_read_all(p[0], buf, 3), "loop_read_all of 3 of them");
+	is_int(-EIO, loop_read_all(p[0], buf, 3), "loop_read_all of 3 more, with 2 left: -EIO");
+	safe_close(p[0]);
+
 	/* Non-blocking: an empty pipe reads -EAGAIN, a full one writes -EAGAIN. */
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 		bail("pipe2: %m");
@@ -275,7 +284,7 @@ int main(void)
 {
 	char dir[] = "/tmp/cordon-test-system.XXXXXX";
 
-	plan(58);
+	plan(61);
 	(void)signal(SIGPIPE, SIG_IGN);
 	if (!mkdtemp(dir))
 		bail("mkdtemp: %m");
