@@ -80,7 +80,12 @@ kill_mid_boot() {
 	cpid=$(controller_pid)
 	QEMU=$(ident "${q% *}")
 	KEEPER=$(ident "${q#* }")
-	TSC=$(tr '\0' '\n' <"/proc/${q% *}/cmdline" 2>/dev/null | grep -o 'tsc_early_khz=[0-9]*')
+	# Its command line is empty between the exec's new name and the ELF loader's arguments.
+	for _ in $(seq 500); do
+		TSC=$(tr '\0' '\n' <"/proc/${q% *}/cmdline" 2>/dev/null | grep -o 'tsc_early_khz=[0-9]*')
+		[ -n "$TSC" ] && break
+		sleep 0.01
+	done
 	if [ "$when" = save ]; then
 		for _ in $(seq 3000); do
 			[ "$(leftovers)" != 0 ] && break
