@@ -13,7 +13,9 @@ EXTRA_PROGRAMS = bench/spawn bench/bench-paired bench/bench-exec bench/proxy-thr
 	bench/bench-activation bench/bench-floor-notify
 bench_spawn_SOURCES = %reldir%/spawn.c $(BENCH_STATS)
 bench_spawn_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-bench_spawn_LDADD = libctl_launcher.a libipc.a libcommon.a $(JANSSON_LIBS)
+## --plan-filter: the controller's seccomp program for the default syscalls profile.
+bench_spawn_LDADD = libctl_launcher.a libpolicy_compile.a libpolicy.a libipc.a libcommon.a \
+	$(JANSSON_LIBS) $(LIBSECCOMP_LIBS)
 bench_bench_paired_SOURCES = %reldir%/bench-paired.c $(BENCH_STATS)
 bench_bench_exec_SOURCES = %reldir%/bench-exec.c $(BENCH_STATS) $(BENCH_CONTROLLER)
 bench_bench_exec_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)

@@ -4,7 +4,7 @@
  * bubblewrap and plain fork+exec on the same run. Not a test: numbers depend on the machine;
  * quote the ratios.
  *
- *   bench/spawn [--launcherd PATH] [--rounds N] [--seconds S] [--bwrap PATH]
+ *   bench/spawn [--launcherd PATH] [--rounds N] [--seconds S] [--bwrap PATH] [--plan-filter]
  *   bench/spawn --launcherd-only [--seconds S]   (launcherd's throughput alone: for a profiler)
  *
  * Latency: request → reaped, the three commands alternating A B C A B C … for N rounds; medians
@@ -20,7 +20,10 @@
  * The launcherd sandbox is a full one: mount, pid, net, ipc, uts and cgroup namespaces, a tmpfs
  * root with /usr read-only and the merged-/usr links, proc, a minimal dev, a private /tmp,
  * pivot_root, all capabilities dropped, no-new-privs, Landlock (ABI as available: fs rights,
- * TCP, scopes), the seccomp floor. bwrap runs with --unshare-all and the same mounts.
+ * TCP, scopes), the seccomp floor. bwrap runs with --unshare-all and the same mounts. With
+ * --plan-filter the plan also carries the seccomp program that `cordon run` compiles for the
+ * default policy's syscalls profile (policy_seccomp_program(), stacked on the floor), as the
+ * controller's plans do.
  */
 #include "config.h"
 
@@ -32,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +45,9 @@
 #include "common/system.h"
 #include "common/util.h"
 #include "backends/ctl-launcher.h"
+#include "policy/policy-default.h"
+#include "policy/policy-seccomp.h"
+#include "policy/policy-syscalls.h"
 
 static const char *plan_text =
 	"{\"argv\":[\"/bin/true\"],\"envp\":[\"PATH=/usr/bin:/bin\"],\"cwd\":\"/\","
@@ -64,7 +72,9 @@ static const char *plan_text =
 static const char floor_text[] = "{\"maxNetwork\":\"host\"}\n";
 static const char *bwrap_path = "/usr/bin/bwrap";
 static json_t *plan, *versus; /* versus: --versus, a second plan measured in the same rounds */
-static int usr_fd = -1;
+/* The plan's fds: 0 is /usr, 1 the plan's seccomp program with --plan-filter. */
+static int plan_fds[2] = { -1, -1 };
+static size_t n_plan_fds = 1;
 
 static double now_ms(void)
 {
@@ -135,7 +145,7 @@ static int run_launcherd(struct ctl_launcher *l)
 	_cleanup_free_ char *id = NULL;
 	int pidfd = -1, r;
 
-	r = ctl_launcher_spawn(l, plan, &usr_fd, 1, &id, &pidfd, &err);
+	r = ctl_launcher_spawn(l, plan, plan_fds, n_plan_fds, &id, &pidfd, &err);
 	if (r < 0) {
 		(void)fprintf(stderr, "spawn: %s\n", err.message);
 		return r;
@@ -280,6 +290,42 @@ static double cpu_per_sandbox(double cpu, double ms, long n, double baseline)
 	return n ? (cpu - baseline * ms * (double)sysconf(_SC_NPROCESSORS_ONLN)) / (double)n : 0;
 }
 
+/*
+ * The seccomp program the controller gives a plan for the default policy's syscalls (as
+ * policy-compile.c does it: the policy's effective spec, then libseccomp through the cache), as
+ * fd 1 of every spawn and "seccomp":{"program":1} in the plan(s); its instruction count.
+ */
+static int plan_filter_add(size_t *ret_insns)
+{
+	_cleanup_policy_ struct policy *p = NULL;
+	_cleanup_free_ struct policy_syscall_rule *rules = NULL;
+	size_t n = 0;
+	struct stat st;
+	int r, fd = -1;
+
+	r = policy_default_new(&p);
+	if (r < 0)
+		return r;
+	r = policy_syscall_spec(p, &rules, &n);
+	if (r < 0)
+		return r;
+	r = policy_seccomp_program(rules, n, &fd);
+	if (r < 0)
+		return r;
+	if (fstat(fd, &st) < 0) {
+		r = negative_errno();
+		safe_close(fd);
+		return r;
+	}
+	plan_fds[1] = fd;
+	n_plan_fds = 2;
+	*ret_insns = (size_t)st.st_size / 8; /* struct sock_filter: 8 bytes */
+	for (json_t *pl = plan; pl; pl = pl == plan ? versus : NULL)
+		if (json_object_set_new(pl, "seccomp", json_pack("{s:i}", "program", 1)) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -290,6 +336,7 @@ int main(int argc, char **argv)
 		{ "plan", required_argument, NULL, 'p' },
 		{ "versus", required_argument, NULL, 'v' },
 		{ "launcherd-only", no_argument, NULL, 'o' },
+		{ "plan-filter", no_argument, NULL, 'f' },
 		{},
 	};
 	const char *launcherd = "./cordon-launcherd", *plan_file = NULL, *versus_file = NULL;
@@ -297,7 +344,8 @@ int main(int argc, char **argv)
 	char sock_path[64], floor_path[64];
 	int ret = 1;
 	int rounds = 300, c, r;
-	bool only = false;
+	bool only = false, plan_filter = false;
+	size_t filter_insns = 0;
 	double seconds = 5;
 	struct ctl_launcher *l = NULL;
 	double *t_plain, *t_bwrap, *t_ld, *ratio, *diff, *t_vs, *vs_ratio, *vs_diff;
@@ -328,6 +376,9 @@ int main(int argc, char **argv)
 		case 'o': /* launcherd's throughput alone, e.g. under perf record */
 			only = true;
 			break;
+		case 'f': /* the plan(s) carry the default profile's seccomp program */
+			plan_filter = true;
+			break;
 		default:
 			return 2;
 		}
@@ -342,8 +393,17 @@ int main(int argc, char **argv)
 	}
 	plan = plan_file ? json_load_file(plan_file, 0, NULL) : json_loads(plan_text, 0, NULL);
 	versus = versus_file ? json_load_file(versus_file, 0, NULL) : NULL;
-	usr_fd = open("/usr", O_PATH | O_CLOEXEC);
-	if (!plan || (versus_file && !versus) || usr_fd < 0 || !mkdtemp(sock))
+	plan_fds[0] = open("/usr", O_PATH | O_CLOEXEC);
+	if (!plan || (versus_file && !versus) || plan_fds[0] < 0)
+		return 1;
+	if (plan_filter) {
+		r = plan_filter_add(&filter_insns);
+		if (r < 0) {
+			(void)fprintf(stderr, "bench/spawn: --plan-filter: %s\n", strerror(-r));
+			return 1;
+		}
+	}
+	if (!mkdtemp(sock))
 		return 1;
 	(void)snprintf(sock_path, sizeof(sock_path), "%s/ld.sock", sock);
 	(void)snprintf(floor_path, sizeof(floor_path), "%s/floor.json", sock);
@@ -355,6 +415,8 @@ int main(int argc, char **argv)
 	if (ld == 0) {
 		int null = open("/dev/null", O_RDWR);
 
+		/* Not left behind when we are killed (Ctrl-C in bench/denials-cost.sh). */
+		(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
 		(void)dup2(null, 2);
 		execl(launcherd, launcherd, "--socket", sock_path, "--floor", floor_path,
 		      (char *)NULL);
@@ -376,6 +438,10 @@ int main(int argc, char **argv)
 		sl = run_slice(sock_path, true, seconds, baseline);
 		if (sl.n <= 0)
 			goto out;
+		if (plan_filter)
+			printf("the plan carries a seccomp filter (the default profile's, %zu "
+			       "instructions)\n",
+			       filter_insns);
 		printf("launcherd alone, 2 concurrent clients: %.1f sandboxes/s, CPU per sandbox "
 		       "%.3f ms (until its deferred work is done: %.2f s; all CPUs, less the other "
 		       "load)\n",
@@ -434,7 +500,11 @@ int main(int argc, char **argv)
 		}
 	}
 
-	printf("latency, request -> reaped, /bin/true, %d paired rounds (medians)\n", rounds);
+	printf("latency, request -> reaped, /bin/true, %d paired rounds (medians)", rounds);
+	if (plan_filter)
+		printf("; the plan carries a seccomp filter (the default profile's, %zu instructions)",
+		       filter_insns);
+	printf("\n");
 	printf("  fork+exec            %7.3f ms\n", bench_median(t_plain, (size_t)rounds));
 	printf("  bwrap --unshare-all  %7.3f ms\n", bench_median(t_bwrap, (size_t)rounds));
 	printf("  launcherd (full)     %7.3f ms\n", bench_median(t_ld, (size_t)rounds));
