@@ -33,7 +33,8 @@ bench_proxy_throughput_SOURCES = %reldir%/proxy-throughput.c $(BENCH_STATS) \
 bench_proxy_throughput_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBNL_CFLAGS)
 bench_proxy_throughput_LDADD = libproxy.a libcommon.a $(JANSSON_LIBS) $(LIBNL_LIBS)
 CLEANFILES += $(EXTRA_PROGRAMS)
-EXTRA_DIST += %reldir%/run-cli.sh %reldir%/trace-steps.py %reldir%/README.md
+EXTRA_DIST += %reldir%/run-cli.sh %reldir%/trace-steps.py %reldir%/README.md \
+	%reldir%/denials-cost.sh
 EXTRA_DIST += %reldir%/remote-pack.sh %reldir%/remote-pack.py %reldir%/vm.sh \
 	%reldir%/vm-baseline.sh
 bench: $(EXTRA_PROGRAMS)
