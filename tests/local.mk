@@ -82,6 +82,14 @@ tests_unit_test_launcherd_denial_args_SOURCES = %reldir%/unit/test-launcherd-den
 tests_unit_test_launcherd_denial_args_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_launcherd_denial_args_CFLAGS = $(TEST_UNIT_CFLAGS)
 
+## The seccomp classic-BPF interpreter (launcherd/seccomp-bpf.h), against the kernel's seccomp
+## (programs loaded in children) and on a program libseccomp exports.
+check_PROGRAMS += tests/unit/test-seccomp-bpf
+TESTS += tests/unit/test-seccomp-bpf
+tests_unit_test_seccomp_bpf_SOURCES = %reldir%/unit/test-seccomp-bpf.c launcherd/seccomp-bpf.h
+tests_unit_test_seccomp_bpf_LDADD = $(TEST_UNIT_LDADD) $(LIBSECCOMP_LIBS)
+tests_unit_test_seccomp_bpf_CFLAGS = $(TEST_UNIT_CFLAGS) $(LIBSECCOMP_CFLAGS)
+
 ## Fuzz targets: each defines LLVMFuzzerTestOneInput. In make check, fuzz-main.c replays the
 ## corpus under tests/fuzz/corpus/<target>/ as TAP; with --enable-fuzzing, libFuzzer campaigns
 ## (make fuzz-campaigns). The policy, proxy-request and backend-descriptor targets are built by
