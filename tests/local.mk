@@ -99,7 +99,8 @@ fuzz_targets = \
 	tests/fuzz/fuzz-jsonrpc \
 	tests/fuzz/fuzz-launcherd-plan \
 	tests/fuzz/fuzz-launcherd-floor \
-	tests/fuzz/fuzz-launcherd-audit
+	tests/fuzz/fuzz-launcherd-audit \
+	tests/fuzz/fuzz-seccomp-bpf
 check_PROGRAMS += $(fuzz_targets)
 TESTS += $(fuzz_targets)
 FUZZ_REPLAY_LDADD = libtap.a libipc.a libcommon.a $(JANSSON_LIBS)
@@ -132,6 +133,11 @@ FUZZ_LAUNCHERD_AUDIT_SRC = %reldir%/fuzz/fuzz-launcherd-audit.c \
 tests_fuzz_fuzz_launcherd_audit_SOURCES = $(FUZZ_LAUNCHERD_AUDIT_SRC) %reldir%/fuzz/fuzz-main.c
 tests_fuzz_fuzz_launcherd_audit_LDADD = $(FUZZ_REPLAY_LDADD)
 tests_fuzz_fuzz_launcherd_audit_CFLAGS = $(TEST_UNIT_CFLAGS)
+## The seccomp classic-BPF interpreter: a seccomp_data, then instructions.
+tests_fuzz_fuzz_seccomp_bpf_SOURCES = %reldir%/fuzz/fuzz-seccomp-bpf.c launcherd/seccomp-bpf.h \
+	%reldir%/fuzz/fuzz-main.c
+tests_fuzz_fuzz_seccomp_bpf_LDADD = $(FUZZ_REPLAY_LDADD)
+tests_fuzz_fuzz_seccomp_bpf_CFLAGS = $(TEST_UNIT_CFLAGS)
 
 if ENABLE_FUZZING
 ## libFuzzer + ASan builds of every fuzz target (fuzz-<target>-libfuzzer at the top of the build
@@ -141,13 +147,13 @@ if ENABLE_FUZZING
 ## libFuzzer options: make fuzz-campaigns FUZZ_CAMPAIGNS=launcherd-plan FUZZ_SECONDS=60
 noinst_PROGRAMS += fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer \
 	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer \
-	fuzz-launcherd-audit-libfuzzer
+	fuzz-launcherd-audit-libfuzzer fuzz-seccomp-bpf-libfuzzer
 ## Every libFuzzer program, including those the other local.mk files define.
 FUZZ_CAMPAIGN_BINARIES = fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer fuzz-tar-libfuzzer \
 	fuzz-policy-libfuzzer fuzz-proxy-request-libfuzzer fuzz-backend-descriptor-libfuzzer \
 	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer \
 	fuzz-launcherd-audit-libfuzzer fuzz-forward-mux-libfuzzer \
-	fuzz-vm-kernel-libfuzzer
+	fuzz-vm-kernel-libfuzzer fuzz-seccomp-bpf-libfuzzer
 FUZZ_CAMPAIGN_CF = $(TEST_UNIT_CFLAGS) -fsanitize=fuzzer,address
 FUZZ_CAMPAIGN_LD = -fsanitize=fuzzer,address
 fuzz_ipc_frame_libfuzzer_SOURCES = %reldir%/fuzz/fuzz-ipc-frame.c
@@ -170,11 +176,14 @@ fuzz_launcherd_audit_libfuzzer_SOURCES = $(FUZZ_LAUNCHERD_AUDIT_SRC)
 fuzz_launcherd_audit_libfuzzer_CFLAGS = $(FUZZ_CAMPAIGN_CF)
 fuzz_launcherd_audit_libfuzzer_LDFLAGS = $(FUZZ_CAMPAIGN_LD)
 fuzz_launcherd_audit_libfuzzer_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
+fuzz_seccomp_bpf_libfuzzer_SOURCES = %reldir%/fuzz/fuzz-seccomp-bpf.c launcherd/seccomp-bpf.h
+fuzz_seccomp_bpf_libfuzzer_CFLAGS = $(FUZZ_CAMPAIGN_CF)
+fuzz_seccomp_bpf_libfuzzer_LDFLAGS = $(FUZZ_CAMPAIGN_LD)
 
 FUZZ_SECONDS = 600
 FUZZ_FLAGS =
 FUZZ_CAMPAIGNS = ipc-frame jsonrpc policy proxy-request backend-descriptor launcherd-plan \
-	launcherd-floor launcherd-audit forward-mux
+	launcherd-floor launcherd-audit forward-mux seccomp-bpf
 fuzz-campaigns: $(FUZZ_CAMPAIGN_BINARIES)
 	@failed=; for t in $(FUZZ_CAMPAIGNS); do \
 	  d=fuzz-campaigns/$$t; \
