@@ -80,7 +80,8 @@ static inline int seccomp_bpf_insn_ok(const struct sock_filter *f, uint32_t pc, 
 
 /* Whether the kernel would load the program: seccomp_bpf_insn_ok() for each instruction, the
  * last a RET, and no scratch word read where some path to it has not written it
- * (check_load_and_stores(), and like it not forgetting what was written before a RET). */
+ * (check_load_and_stores(), and like it not forgetting what was unwritten before a RET). Its
+ * masks take 8 KiB of stack, where the kernel allocates them. */
 static inline int seccomp_bpf_check(const struct sock_filter *prog, uint32_t len)
 {
 	uint16_t masks[BPF_MAXINSNS]; /* the words written on every jump to each instruction */
