@@ -448,6 +448,7 @@ _noreturn_ void launcherd_apply(const struct apply_context *ctx)
 					    .session = audit_child_session(ctx->uid) };
 
 		(void)!write(ctx->report_fd, &rep, sizeof(rep));
+		launcherd_trace(ctx->id, "audit-session");
 	}
 
 	/* userns-map: made by the clone, mapped now; or (userns_late) made and mapped after

@@ -15,7 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <linux/audit.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -141,6 +143,27 @@ int audit_open(void)
 	 */
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return A.open_error = -errno;
+	/* Only the record types handle() reads are queued to us: every other record the host
+	 * emits (logins, SYSCALL and PROCTITLE records, those of an admin's rules) is dropped by
+	 * the kernel before it reaches the socket, and never wakes launcherd. The netlink
+	 * header's type, loaded as network order, compares with htons() of each type. */
+	{
+		struct sock_filter insns[7];
+		struct sock_fprog prog = { .len = 7, .filter = insns };
+		const uint16_t want[] = { CORDON_AUDIT_CONFIG_CHANGE, CORDON_AUDIT_SECCOMP,
+					  CORDON_AUDIT_LANDLOCK_ACCESS,
+					  CORDON_AUDIT_LANDLOCK_DOMAIN };
+
+		insns[0] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS,
+							offsetof(struct nlmsghdr, nlmsg_type));
+		for (unsigned i = 0; i < 4; i++)
+			insns[1 + i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+								    htons(want[i]), 4 - i, 0);
+		insns[5] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+		insns[6] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xffffffffU);
+		if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0)
+			return A.open_error = -errno;
+	}
 	/* A burst must not overflow the socket before the loop drains it: best effort. */
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 	A.own_session = read_session("/proc/self/sessionid");
@@ -253,7 +276,8 @@ static void arm_tick(void)
 		(void)event_timer_set(A.tick, AUDIT_TICK_USEC, true);
 }
 
-void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c, bool notify)
+void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c, bool notify,
+			   bool session)
 {
 	struct audit_sb *s;
 
@@ -269,7 +293,8 @@ void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c,
 	s->uid = uid;
 	s->conn = c;
 	s->notify = notify;
-	s->session = AUDIT_SESSION_NONE; /* audit_sandbox_exec() */
+	s->session = AUDIT_SESSION_NONE; /* audit_sandbox_session() or _exec() */
+	s->session_read = !session;
 	/* The records' clock is the coarse realtime one, up to a tick behind. */
 	s->start_msec = now_usec(CLOCK_REALTIME) / 1000 - AUDIT_CLOCK_SLACK_MSEC;
 	s->next = A.sbs;
@@ -487,7 +512,7 @@ static void deliver(struct audit_sb *s, const struct audit_record *r)
 }
 
 static json_t *notified_message(const struct audit_sb *s, int32_t nr, uint32_t arch, uint32_t pid,
-				const uint64_t args[6], const char comm[16])
+				const uint64_t args[6], const char comm[16], bool by_plan)
 {
 	char name16[16];
 
@@ -497,7 +522,7 @@ static json_t *notified_message(const struct audit_sb *s, int32_t nr, uint32_t a
 	m = json_pack("{s:s,s:s,s:I,s:s,s:s,s:i,s:s,s:s}", "type", "denial", "sandbox", s->id,
 		      "timeMs", (json_int_t)(now_usec(CLOCK_REALTIME) / 1000), "layer", "seccomp",
 		      "kind", "syscall", "syscallNr", (int)nr, "action", "errno", "filter",
-		      "floor");
+		      by_plan ? "policy" : "floor");
 	if (!m || (name && json_object_set_new(m, "syscall", json_string(name)) < 0) ||
 	    (pid > 0 && pid <= DENIAL_PID_MAX &&
 	     json_object_set_new(m, "sandboxPid", json_integer(pid)) < 0) ||
@@ -538,7 +563,7 @@ void audit_sandbox_dropped(const char *id, uint32_t dropped)
 }
 
 void audit_sandbox_notified(const char *id, uint32_t dropped, int32_t nr, uint32_t arch,
-			    uint32_t pid, const uint64_t args[6], const char comm[16])
+			    uint32_t pid, const uint64_t args[6], const char comm[16], bool by_plan)
 {
 	struct audit_sb *s = A.active ? find_id(id) : NULL;
 
@@ -553,7 +578,7 @@ void audit_sandbox_notified(const char *id, uint32_t dropped, int32_t nr, uint32
 		return;
 	}
 	if (admit(s))
-		send_msg(s, notified_message(s, nr, arch, pid, args, comm));
+		send_msg(s, notified_message(s, nr, arch, pid, args, comm, by_plan));
 }
 
 static void pend_add(const struct audit_record *r)

@@ -64,13 +64,17 @@ unsigned audit_seccomp_flags(void);
 uint32_t audit_child_session(uid_t uid);
 
 /* A sandbox's init (pid) runs for requester c: remember who it is. notify: the init holds the
- * floor's listener (sandbox-init.h) and reports its refusals itself. */
-void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c, bool notify);
-/* Its init reported a refusal of the floor's (struct apply_report, DENIAL): sent like the
- * audit's, rate-limited with them, once its fields passed their checks; dropped: refusals the
- * init itself did not report (counted as suppressed). */
+ * floor's listener (sandbox-init.h) and reports its refusals itself. session: its set-up child
+ * gives it an audit session of its own (audit_child_session()), else its seccomp records, if
+ * any, are not looked for. */
+void audit_sandbox_started(const char *id, pid_t pid, uid_t uid, struct conn *c, bool notify,
+			   bool session);
+/* Its init reported a refusal (struct apply_report, DENIAL; by_plan: the plan's filter's, else
+ * the floor's): sent like the audit's, rate-limited with them, once its fields passed their
+ * checks; dropped: refusals the init itself did not report (counted as suppressed). */
 void audit_sandbox_notified(const char *id, uint32_t dropped, int32_t nr, uint32_t arch,
-			    uint32_t pid, const uint64_t args[6], const char comm[16]);
+			    uint32_t pid, const uint64_t args[6], const char comm[16],
+			    bool by_plan);
 void audit_sandbox_dropped(const char *id, uint32_t dropped);
 /* Its set-up child's report of its audit session (APPLY_REPORT_SESSION), taken as its own
  * unless it is launcherd's (the child could not make one). */

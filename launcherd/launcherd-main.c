@@ -503,6 +503,13 @@ int main(int argc, char **argv)
 		}
 	if (r < 0)
 		die("cannot compile the seccomp floor: %s", strerror(-r));
+	/* Whether a plan's filter can go in front of the notifying floor, in one program. */
+	d->floor_combinable = d->floors[FLOOR_ACTION_NOTIFY][0].len > 0 &&
+			      seccomp_floor_combinable(&d->floors[FLOOR_ACTION_NOTIFY][0]) &&
+			      seccomp_floor_combinable(&d->floors[FLOOR_ACTION_NOTIFY][1]);
+	if (d->floors[FLOOR_ACTION_NOTIFY][0].len > 0 && !d->floor_combinable)
+		log_info("seccomp floor: not one a plan's filter can precede; the plan's refusals "
+			 "are reported without their arguments");
 	log_debug("seccomp floor: %zu instructions (%zu for network \"none\")", d->floors[0][0].len,
 		  d->floors[0][1].len);
 	d->devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);

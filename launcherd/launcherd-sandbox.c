@@ -552,7 +552,7 @@ static bool read_report(struct sandbox *s, unsigned max)
 		/* Written by the init, as the requester: the reader checks each field. */
 		if (rep.type == APPLY_REPORT_DENIAL)
 			audit_sandbox_notified(s->id, rep.dropped, rep.nr, rep.arch, rep.pid,
-					       rep.args, rep.comm);
+					       rep.args, rep.comm, rep.by_plan != 0);
 		else if (rep.type == APPLY_REPORT_DROPPED)
 			audit_sandbox_dropped(s->id, rep.dropped);
 		/* Written by our own set-up child before the init ran: taken only as the first
@@ -760,12 +760,14 @@ static bool light_wanted(struct launcherd *d, const struct plan *plan, const int
  * it once it runs, and we never wait for it. *ret_fd: the read end. -EAGAIN when it does not
  * fit (a user over its pipe quota gets small pipes): spawn the other way. */
 static int light_config(const struct seccomp_program *floor, bool notify,
-			const struct seccomp_program *filter, const char *id, int *ret_fd)
+			const struct seccomp_program *filter, const struct seccomp_program *answer,
+			const char *id, int *ret_fd)
 {
 	struct sandbox_init_config cfg = {
 		.magic = SANDBOX_INIT_MAGIC,
 		.n_floor = (uint32_t)floor->len,
 		.n_plan = filter ? (uint32_t)filter->len : 0,
+		.n_answer = answer ? (uint32_t)answer->len : 0,
 		.landlock_flags = (uint16_t)audit_landlock_flags(),
 		.seccomp_flags = (uint16_t)audit_seccomp_flags(),
 		/* The notifying floor is not logged: its refusals come with their arguments from
@@ -777,8 +779,10 @@ static int light_config(const struct seccomp_program *floor, bool notify,
 		{ floor->insns, floor->len * sizeof(floor->insns[0]) },
 		{ filter ? filter->insns : NULL,
 		  filter ? filter->len * sizeof(filter->insns[0]) : 0 },
+		{ answer ? answer->insns : NULL,
+		  answer ? answer->len * sizeof(answer->insns[0]) : 0 },
 	};
-	size_t want = iov[0].iov_len + iov[1].iov_len + iov[2].iov_len;
+	size_t want = iov[0].iov_len + iov[1].iov_len + iov[2].iov_len + iov[3].iov_len;
 	int p[2];
 	ssize_t n;
 
@@ -810,9 +814,11 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	int status[2] = { -1, -1 }, report[2] = { -1, -1 }, proxy_sv[2] = { -1, -1 },
 	    cgroup_go[2] = { -1, -1 }, pidfd = -1, index = -1, netns_fd = -1, mntns_fd = -1,
 	    config_fd = -1, cgroup_procs[2] = { -1, -1 }, r;
-	bool netns_borrowed = false, netns_recycle = false, notify,
+	bool netns_borrowed = false, netns_recycle = false, notify, own_session,
 	     cgroup = (plan->pids_max || plan->memory_max) && d->cgroup.kind != CGROUP_NONE, light;
-	const struct seccomp_program *floor, *filter = plan_filter->insns ? plan_filter : NULL;
+	const struct seccomp_program *floor, *nfloor,
+		*filter = plan_filter->insns ? plan_filter : NULL;
+	_cleanup_(seccomp_program_done) struct seccomp_program combined = { 0 };
 	long pid;
 
 	*reterr_step = apply_step_to_string(STEP_CLONE);
@@ -884,14 +890,24 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	 * program but for its refusing RET constants); the listener is the init's alone (close-
 	 * on-exec from the kernel, the init never dumpable), and the init answers EPERM, never
 	 * CONTINUE; without a listener the kernel answers ENOSYS: refused all the same. */
-	notify = light && !plan->seccomp_kill && audit_active() &&
-		 d->floors[FLOOR_ACTION_NOTIFY][plan->network == PLAN_NETWORK_UNIX].len > 0;
+	nfloor = &d->floors[FLOOR_ACTION_NOTIFY][plan->network == PLAN_NETWORK_UNIX];
+	notify = light && !plan->seccomp_kill && audit_active() && nfloor->len > 0;
+	/* And the plan's refusals too: its filter in front of the notifying floor, one program
+	 * (seccomp_combine() says why that is safe), when the plan is one it can be done for
+	 * (else combined stays empty, and the two are stacked). */
+	if (notify && filter && d->floor_combinable)
+		(void)seccomp_combine(filter, nfloor, &combined);
 	if (light &&
-	    light_config(notify ? &d->floors[FLOOR_ACTION_NOTIFY][plan->network == PLAN_NETWORK_UNIX]
-				: floor,
-			 notify, filter, s->id, &config_fd) < 0)
+	    (combined.insns ? light_config(&combined, true, NULL, filter, s->id, &config_fd)
+			    : light_config(notify ? nfloor : floor, notify, filter, NULL, s->id,
+					   &config_fd)) < 0)
 		light = false;
 	notify = notify && light;
+	/* Every refusal its init reports: no audit record to tie to the sandbox, no audit
+	 * session needed (the kernel's login record and the /proc lookups it costs, per spawn).
+	 * Otherwise the plan's filter (or the floor, off the light path or in kill mode) logs
+	 * its refusals, and only the session says whose they are. */
+	own_session = audit_active() && !(notify && (!filter || combined.insns));
 
 	/* The cgroup: made after the clone while the child mounts, which waits for our word on
 	 * cgroup_go; light, now, and the child moves itself in. */
@@ -931,7 +947,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 		.limits_differ = c->limits_differ,
 		/* Privileged mode only: no new user namespace, launcherd's empty bounding set. */
 		.bset_empty = d->bset_empty,
-		.audit_session = audit_active(),
+		.audit_session = own_session,
 		.cgroup_go_fd = cgroup_go[0],
 		.cgroup_procs = { cgroup_procs[0], cgroup_procs[1] },
 		.nproc_limit = d->cgroup.kind == CGROUP_NONE ? plan->pids_max : 0,
@@ -998,7 +1014,7 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	s->start_usec = now_usec();
 	(void)fd_set_nonblock(s->status_fd, true);
 	/* its denials: its requester's */
-	audit_sandbox_started(s->id, s->pid, s->uid, s->conn, notify);
+	audit_sandbox_started(s->id, s->pid, s->uid, s->conn, notify, own_session);
 	trail_start(s, plan, filter, cgroup);
 
 	/* The cgroup, made while the child builds its mount tree: limits set, the child moved in,

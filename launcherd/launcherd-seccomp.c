@@ -35,6 +35,8 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -42,6 +44,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/audit.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -49,6 +52,8 @@
 #include "common/cleanup.h"
 #include "common/system.h"
 #include "launcherd/launcherd-seccomp.h"
+#include "launcherd/sandbox-init.h"
+#include "launcherd/seccomp-bpf.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -302,4 +307,122 @@ void seccomp_program_done(struct seccomp_program *p)
 	free(p->insns);
 	p->insns = NULL;
 	p->len = 0;
+}
+
+bool seccomp_floor_combinable(const struct seccomp_program *floor)
+{
+	if (floor->len == 0 || BPF_CLASS(floor->insns[0].code) != BPF_LD)
+		return false;
+	for (size_t i = 0; i < floor->len; i++) {
+		uint16_t c = floor->insns[i].code;
+
+		switch (BPF_CLASS(c)) {
+		case BPF_LD:
+			if (c != (BPF_LD | BPF_W | BPF_ABS) && c != (BPF_LD | BPF_IMM))
+				return false;
+			break;
+		case BPF_ALU:
+		case BPF_JMP:
+			if (BPF_SRC(c) != BPF_K)
+				return false;
+			break;
+		case BPF_RET:
+			if (BPF_RVAL(c) != BPF_K)
+				return false;
+			break;
+		default: /* LDX, ST, STX, MISC: X or scratch memory */
+			return false;
+		}
+	}
+	return true;
+}
+
+#ifdef __x86_64__
+#define NATIVE_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* Whether the plan allows every call the init makes once the filters are loaded. */
+static bool allows_init_calls(const struct seccomp_program *plan)
+{
+#ifdef NATIVE_AUDIT_ARCH
+#define CHECK_CALL(sysno, a0, a1, a2)                                                           \
+	{                                                                                       \
+		struct seccomp_data d = { .nr = (sysno),                                        \
+					  .arch = NATIVE_AUDIT_ARCH,                            \
+					  .args = { (uint64_t)(a0), (uint64_t)(a1),             \
+						    (uint64_t)(a2) } };                         \
+		if (seccomp_bpf_run(plan->insns, (uint32_t)plan->len, &d) != SECCOMP_RET_ALLOW) \
+			return false;                                                           \
+	}
+	SANDBOX_INIT_CALLS(CHECK_CALL)
+#undef CHECK_CALL
+	return true;
+#else
+	(void)plan;
+	return false;
+#endif
+}
+
+int seccomp_combine(const struct seccomp_program *plan, const struct seccomp_program *floor,
+		    struct seccomp_program *ret)
+{
+	_cleanup_free_ struct sock_filter *out = NULL;
+	size_t n = plan->len;
+
+	if (n == 0 || floor->len == 0 || n + floor->len > SECCOMP_PROGRAM_MAX_INSNS ||
+	    BPF_CLASS(plan->insns[n - 1].code) != BPF_RET || !allows_init_calls(plan))
+		return -EOPNOTSUPP;
+	out = malloc((n + floor->len) * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	/*
+	 * Why this is safe: the floor still decides every call the plan lets through, and nothing
+	 * in the plan can skip it or reach into it. Every jump of the plan's is checked to land
+	 * inside the plan itself, and the plan's last instruction is a RET: it leaves only
+	 * through its RETs. Of those, ALLOW becomes a jump to the floor's first instruction (the
+	 * floor reads nothing the plan could have left in a register or scratch memory:
+	 * seccomp_floor_combinable()), and an errno becomes a notification, answered by the init
+	 * with that very errno and never let through (SECCOMP_USER_NOTIF_FLAG_CONTINUE is never
+	 * used); kill, trap and an ENOSYS stay as they are, and outrank whatever the floor would
+	 * have said when stacked (ENOSYS is how a profile sends libc from clone3 back to clone,
+	 * at every thread's start: no refusal, and no round trip through the init for it). Any other action of the plan's (log, trace, a notification of its own)
+	 * could mean "less than refused" and is not taken: the filters are stacked as before.
+	 * The kernel checks the whole program again at load.
+	 */
+	for (size_t i = 0; i < n; i++) {
+		struct sock_filter f = plan->insns[i];
+		uint32_t action = f.k & SECCOMP_RET_ACTION_FULL;
+
+		switch (BPF_CLASS(f.code)) {
+		case BPF_JMP:
+			if (BPF_OP(f.code) == BPF_JA ? f.k >= n - i - 1
+						     : f.jt >= n - i - 1 || f.jf >= n - i - 1)
+				return -EOPNOTSUPP;
+			break;
+		case BPF_RET:
+			if (BPF_RVAL(f.code) != BPF_K)
+				return -EOPNOTSUPP;
+			if (action == SECCOMP_RET_ALLOW)
+				f = (struct sock_filter)BPF_STMT(BPF_JMP | BPF_JA,
+								 (uint32_t)(n - i - 1));
+			else if (action == SECCOMP_RET_ERRNO && (f.k & SECCOMP_RET_DATA) != ENOSYS)
+				f = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+								 SECCOMP_RET_USER_NOTIF);
+			else if (action == SECCOMP_RET_ERRNO)
+				; /* ENOSYS: "use the older call" (clone3), no refusal */
+			else if (action != SECCOMP_RET_KILL_PROCESS &&
+				 action != SECCOMP_RET_KILL_THREAD && action != SECCOMP_RET_TRAP)
+				return -EOPNOTSUPP;
+			break;
+		default:
+			break;
+		}
+		out[i] = f;
+	}
+	memcpy(out + n, floor->insns, floor->len * sizeof(*out));
+	ret->insns = TAKE_PTR(out);
+	ret->len = n + floor->len;
+	return 0;
 }

@@ -35,6 +35,28 @@ enum floor_action {
 	_FLOOR_ACTION_MAX,
 };
 
+/*
+ * One program for a light spawn whose floor notifies (sandbox-init.h, n_answer): the plan's
+ * filter first, where each RET of an errno (but ENOSYS, no refusal: seccomp_combine()) becomes
+ * SECCOMP_RET_USER_NOTIF and each RET ALLOW a jump to the floor, which follows whole. The same calls are refused as with the two filters
+ * stacked, and with the same errno (the init answers with the plan's, which it learns by running
+ * the plan's own program on the notification, seccomp-bpf.h); but the plan's refusals too come
+ * with their arguments, and no audit record (nor the audit session that ties one to its
+ * sandbox, launcherd-audit.h) is needed for either filter. -EOPNOTSUPP when the plan is not one
+ * this can be done for (the two filters are then stacked as before): an instruction that
+ * returns A, or an action other than allow, errno, trap and kill; a jump out of its own
+ * program; no RET last; one of the init's own calls (SANDBOX_INIT_CALLS) it does not allow;
+ * the two together above SECCOMP_PROGRAM_MAX_INSNS. floor: the notifying floor
+ * (seccomp_floor_combinable() true). *ret is set on success only.
+ */
+int seccomp_combine(const struct seccomp_program *plan, const struct seccomp_program *floor,
+		    struct seccomp_program *ret);
+
+/* Whether the floor can follow a plan in one program: it sets A before reading it and reads
+ * neither X nor scratch memory (libseccomp's output does not), so what the plan left there
+ * cannot change its verdict. Checked once, at start. */
+bool seccomp_floor_combinable(const struct seccomp_program *floor);
+
 /* Compile the floor. unix_only: the variant for network "unix", which also denies every
  * socket family but AF_UNIX. */
 int seccomp_floor_compile(enum floor_action action, bool unix_only, struct seccomp_program *ret);

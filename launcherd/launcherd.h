@@ -62,6 +62,7 @@ struct launcherd {
 	 * the kernel has no SECCOMP_RET_USER_NOTIF: the floor's refusals are then reported from
 	 * the audit record alone. */
 	struct seccomp_program floors[_FLOOR_ACTION_MAX][2];
+	bool floor_combinable; /* seccomp_floor_combinable(), both notifying floors */
 	/* Network and empty mount namespaces made ahead (launcherd-net.c), the last with
 	 * CAP_SYS_CHROOT (privileged mode) or in user mode; and in user mode /dev trees. */
 	struct netns_pool netns_pool;

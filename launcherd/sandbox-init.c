@@ -7,12 +7,13 @@
  * (launcherd/local.mk) and embedded in cordon-launcherd, which execs it from a sealed memfd.
  *
  * In order: read the config (the seccomp filters) from fd 5; restrict to the Landlock ruleset
- * at fd 6 if there is one; load launcherd's floor filter, then the plan's; run the command as
- * our child (vfork, then execve along the plan's PATH; a failure goes to the status pipe as
- * STEP_EXEC); then be its init: forward every signal, reap everything, and when the command
- * ends report its wait status on fd 4 and exit. When launcherd asks for it (a notifying floor,
- * launcherd-seccomp.h), hold the floor's listener meanwhile: answer each of its refusals EPERM
- * and report it, with its arguments, on fd 4 too (docs/DENIALS.md). Any failure before the command runs is reported
+ * at fd 6 if there is one; load launcherd's floor filter, then the plan's (or the two as one
+ * program, the plan's in front); run the command as our child (vfork, then execve along the
+ * plan's PATH; a failure goes to the status pipe as STEP_EXEC); then be its init: forward every
+ * signal, reap everything, and when the command ends report its wait status on fd 4 and exit.
+ * When launcherd asks for it (a notifying floor, launcherd-seccomp.h), hold the floor's
+ * listener meanwhile: answer each refusal (EPERM, or the plan's errno when the plan's filter is
+ * in front and refused) and report it, with its arguments, on fd 4 too (docs/DENIALS.md). Any failure before the command runs is reported
  * on the status pipe as (step, errno, index) and ends us with APPLY_EXIT_SETUP_FAILED, as in the
  * child before us.
  */
@@ -29,6 +30,7 @@
 #include <linux/signal.h>
 
 #include "launcherd/sandbox-init.h"
+#include "launcherd/seccomp-bpf.h"
 
 #define INIT_MAX_INSNS (2 * BPF_MAXINSNS)
 #define INIT_PATH_MAX 4096
@@ -47,6 +49,7 @@
 #define CLOCK_MONOTONIC 1
 #define EAGAIN 11
 #define EPERM 1
+#define MAX_ERRNO 4095
 #define FIONREAD 0x541B
 #define PROC_SUPER_MAGIC 0x9fa0
 #define SFD_CLOEXEC O_CLOEXEC
@@ -356,20 +359,26 @@ static void on_signal(long sig, long child, void (*before_exit)(void))
  * The floor's listener (sandbox-init.h, docs/DENIALS.md). The floor returns
  * SECCOMP_RET_USER_NOTIF for what it refuses, and nothing else: an allowed call never comes
  * here. Each notification is answered with EPERM, the errno the floor's rule gives without a
- * listener, as soon as the caller's name is read (while it waits; it may be gone after);
+ * listener (or, with the plan's filter in front, n_answer, the errno the plan's own program
+ * gives for the call when it refused it), as soon as the caller's name is read (while it
+ * waits; it may be gone after);
  * never with SECCOMP_USER_NOTIF_FLAG_CONTINUE, so the call is refused whatever we read, and
  * nothing the caller changes in its memory meanwhile matters (we read only the registers the
- * kernel copied). Then it is reported on the report pipe, within our rate limit. We are under the floor ourselves: every call made here is one it allows (ppoll,
- * read, ioctl with SECCOMP_IOCTL_NOTIF_*, write, clock_gettime, wait4, kill), or we would wait
- * on ourselves. Should the plan's own filter refuse one of them, the listener is closed: the
- * floor's refusals are then ENOSYS (still refused, the kernel's answer without a listener) and
- * reported by the audit record alone.
+ * kernel copied). Then it is reported on the report pipe, within our rate limit. We are under
+ * the floor ourselves: every call made here is one it allows (SANDBOX_INIT_CALLS), or we would
+ * wait on ourselves; a plan in front of it must allow them too (launcherd checks, else stacks
+ * the two filters). Should a stacked plan's own filter refuse one of them, the listener is
+ * closed: the floor's refusals are then ENOSYS (still refused, the kernel's answer without a
+ * listener) and reported by the audit record alone.
  */
 static struct {
 	long fd, sfd;
 	long window_ns;
 	unsigned in_window;
 	uint32_t dropped;
+	/* The plan's own filter when the floor we hold came with it in front (n_answer) */
+	const struct sock_filter *answer;
+	uint32_t n_answer;
 } notif = { .fd = -1, .sfd = -1 };
 
 static long now_ns(void)
@@ -449,7 +458,8 @@ static void notif_handle(void)
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
 	struct apply_report rep = { .type = APPLY_REPORT_DENIAL };
-	long r, now;
+	long r, now, error = -EPERM;
+	uint32_t ret;
 	int report;
 
 	memset(&req, 0, sizeof(req)); /* the kernel wants it zeroed */
@@ -470,7 +480,17 @@ static void notif_handle(void)
 	 * gone (`unshare -U true` exits at once), and its /proc entry with it. */
 	if (report)
 		read_comm(req.pid, rep.comm, sizeof(rep.comm));
-	resp = (struct seccomp_notif_resp){ .id = req.id, .error = -EPERM };
+	/* With the plan's filter in front of the floor, a refusal is the plan's when its own
+	 * program gives an errno for these data, and answered with that errno (capped like the
+	 * kernel's); else the floor's. */
+	ret = notif.n_answer ? seccomp_bpf_run(notif.answer, notif.n_answer, &req.data)
+			     : SECCOMP_RET_ALLOW;
+	if ((ret & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO) {
+		rep.by_plan = 1;
+		error = (ret & SECCOMP_RET_DATA) > MAX_ERRNO ? -MAX_ERRNO
+							     : -(long)(ret & SECCOMP_RET_DATA);
+	}
+	resp = (struct seccomp_notif_resp){ .id = req.id, .error = (int32_t)error };
 	r = sc3(__NR_ioctl, notif.fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	if (r < 0 && r != -ENOENT) {
 		notif_close();
@@ -558,14 +578,18 @@ _noreturn_ void init_main(long *sp)
 	if (sp[0] < 2)
 		fail(STEP_EXEC, EIO, -1);
 	if (r != (long)sizeof(cfg) || cfg.magic != SANDBOX_INIT_MAGIC || cfg.n_floor == 0 ||
-	    cfg.n_floor > BPF_MAXINSNS || cfg.n_plan > BPF_MAXINSNS)
+	    cfg.n_floor > BPF_MAXINSNS || cfg.n_plan > BPF_MAXINSNS ||
+	    cfg.n_answer > BPF_MAXINSNS || (cfg.n_plan && cfg.n_answer) ||
+	    (cfg.n_answer && !(cfg.floor_flags & SECCOMP_FILTER_FLAG_NEW_LISTENER)))
 		fail(STEP_SECCOMP, r < 0 ? r : EIO, -1);
 	memcpy(id, cfg.id, sizeof(id));
 	id[sizeof(id) - 1] = 0;
 	r = read_full(SANDBOX_INIT_FD_CONFIG, insns,
-		      (size_t)(cfg.n_floor + cfg.n_plan) * sizeof(insns[0]));
-	if (r != (long)((cfg.n_floor + cfg.n_plan) * sizeof(insns[0])))
+		      (size_t)(cfg.n_floor + cfg.n_plan + cfg.n_answer) * sizeof(insns[0]));
+	if (r != (long)((cfg.n_floor + cfg.n_plan + cfg.n_answer) * sizeof(insns[0])))
 		fail(STEP_SECCOMP, r < 0 ? r : EIO, -1);
+	notif.answer = insns + cfg.n_floor;
+	notif.n_answer = cfg.n_answer;
 	(void)sc1(__NR_close, SANDBOX_INIT_FD_CONFIG);
 	trace("init");
 
@@ -587,7 +611,8 @@ _noreturn_ void init_main(long *sp)
 			     -1); /* never the floor without its listener */
 	}
 
-	/* seccomp: the floor, then the plan's filter, which can only add denials. Why the
+	/* seccomp: the floor, then the plan's filter, which can only add denials (or, n_answer,
+	 * one program with the plan's filter in front: seccomp_combine() says why). Why the
 	 * floor's listener (a notifying floor, launcherd-seccomp.h) is safe with us: it is ours
 	 * alone, close-on-exec from the kernel, and neither ptrace, pidfd_getfd() nor /proc/1/fd
 	 * reach it (we are never dumpable), for whoever held it could let refused calls through;
@@ -599,8 +624,8 @@ _noreturn_ void init_main(long *sp)
 					   .filter = insns + cfg.n_floor };
 
 		r = sc3(__NR_seccomp, SECCOMP_SET_MODE_FILTER, cfg.floor_flags, &floor);
-		if (r < 0)
-			fail(STEP_SECCOMP, r, -1);
+		if (r < 0) /* the plan's part, when it leads (the floor alone always loads) */
+			fail(STEP_SECCOMP, r, cfg.n_answer ? 0 : -1);
 		if (cfg.floor_flags & SECCOMP_FILTER_FLAG_NEW_LISTENER)
 			notif.fd = r;
 		if (cfg.n_plan &&

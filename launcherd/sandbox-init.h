@@ -24,7 +24,8 @@
 
 #define SANDBOX_INIT_MAGIC 0x43524e49U /* "INRC" */
 
-/* Followed on the config pipe by n_floor, then n_plan struct sock_filter (8 bytes each). */
+/* Followed on the config pipe by n_floor, n_plan, then n_answer struct sock_filter (8 bytes
+ * each). */
 struct sandbox_init_config {
 	uint32_t magic;
 	uint32_t n_floor; /* launcherd's floor filter, loaded first */
@@ -38,7 +39,46 @@ struct sandbox_init_config {
 	 * refusals are SECCOMP_RET_USER_NOTIF (launcherd-seccomp.h): the init holds the listener,
 	 * answers each with EPERM and reports it on fd 4 (struct apply_report, DENIAL). */
 	uint32_t floor_flags;
+	/* When not 0: the floor above is one program with the plan's filter first, whose
+	 * refusals are notifications too (launcherd-seccomp.h, seccomp_combine()); the plan's own
+	 * filter follows the two programs, n_answer instructions, never loaded: the init runs it
+	 * on a notification's data to answer with the plan's errno. n_plan is then 0. */
+	uint32_t n_answer;
 };
+
+/*
+ * The system calls the init, and its command child before the exec, make once the filters are
+ * loaded, with the arguments that are the same every time (X(nr, arg0, arg1, arg2); the rest
+ * vary or are pointers: 0 here). sandbox-init.c makes no other. When the plan's refusals are
+ * notifications the init answers (n_answer, launcherd-seccomp.h), the plan must allow each of
+ * these: a call of the init's the plan refused would wait for the init's own answer.
+ */
+#ifdef __NR_vfork
+#define SANDBOX_INIT_CALL_VFORK(X) X(__NR_vfork, 0, 0, 0)
+#else
+#define SANDBOX_INIT_CALL_VFORK(X) X(__NR_clone, 0x4111 /* CLONE_VM|CLONE_VFORK|SIGCHLD */, 0, 0)
+#endif
+#define SANDBOX_INIT_CALLS(X)                                                      \
+	X(__NR_fcntl, SANDBOX_INIT_FD_STATUS, 2 /* F_SETFD */, 1 /* FD_CLOEXEC */) \
+	X(__NR_rt_sigprocmask, 0 /* SIG_BLOCK */, 0, 0)                            \
+	X(__NR_rt_sigprocmask, 2 /* SIG_SETMASK */, 0, 0)                          \
+	SANDBOX_INIT_CALL_VFORK(X)                                                 \
+	X(__NR_execve, 0, 0, 0)                                                    \
+	X(__NR_close_range, 0, SANDBOX_INIT_FD_STATUS, 0)                          \
+	X(__NR_ppoll, 0, 2, 0)                                                     \
+	X(__NR_ioctl, 0, SECCOMP_IOCTL_NOTIF_RECV, 0)                              \
+	X(__NR_ioctl, 0, SECCOMP_IOCTL_NOTIF_SEND, 0)                              \
+	X(__NR_ioctl, SANDBOX_INIT_FD_REPORT, 0x541B /* FIONREAD */, 0)            \
+	X(__NR_openat, (uint64_t)-100 /* AT_FDCWD */, 0, 0)                        \
+	X(__NR_fstatfs, 0, 0, 0)                                                   \
+	X(__NR_read, 0, 0, 0)                                                      \
+	X(__NR_write, 0, 0, 0)                                                     \
+	X(__NR_close, 0, 0, 0)                                                     \
+	X(__NR_clock_gettime, 1 /* CLOCK_MONOTONIC */, 0, 0)                       \
+	X(__NR_wait4, (uint64_t)-1, 0, 1 /* WNOHANG */)                            \
+	X(__NR_kill, 0, 0, 0)                                                      \
+	X(__NR_rt_sigtimedwait, 0, 0, 0)                                           \
+	X(__NR_exit_group, 0, 0, 0)
 
 /* Set-up steps, in the order they run; names are API (docs/PROTOCOL.md §1.2, error "step"). */
 enum apply_step {
@@ -91,7 +131,7 @@ struct apply_status {
 #define SANDBOX_INIT_REPORT_BACKLOG 16384
 enum apply_report_type {
 	APPLY_REPORT_EXIT,    /* status, alone: the last record */
-	APPLY_REPORT_DENIAL,  /* a refusal of the floor's (sandbox-init.c only): what follows */
+	APPLY_REPORT_DENIAL,  /* a refusal the init answered (sandbox-init.c only): what follows */
 	APPLY_REPORT_DROPPED, /* dropped alone: refusals the init did not report */
 	/* session alone: the audit session the set-up child gave the sandbox (launcherd-audit.h),
 	 * written by that child, before the init runs: launcherd takes it only as the first
@@ -115,6 +155,8 @@ struct apply_report {
 	uint64_t args[6];
 	/* DENIAL: the caller's /proc/PID/comm as the init read it (best effort), NUL-padded */
 	char comm[16];
+	/* DENIAL: which filter refused: 0 the floor, 1 the plan's (then answered with its errno) */
+	uint32_t by_plan;
 };
 
 /* Exit code of a child whose set-up failed (the status pipe says why). */

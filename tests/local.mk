@@ -81,6 +81,16 @@ tests_unit_test_launcherd_denial_args_SOURCES = %reldir%/unit/test-launcherd-den
 	launcherd/launcherd-denial-args.c launcherd/launcherd-denial-args.h
 tests_unit_test_launcherd_denial_args_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_launcherd_denial_args_CFLAGS = $(TEST_UNIT_CFLAGS)
+## A plan's filter in front of launcherd's floor (launcherd/launcherd-seccomp.c), against the two
+## stacked, with the plans cordon's policies compile to.
+check_PROGRAMS += tests/unit/test-launcherd-seccomp-combine
+TESTS += tests/unit/test-launcherd-seccomp-combine
+tests_unit_test_launcherd_seccomp_combine_SOURCES = %reldir%/unit/test-launcherd-seccomp-combine.c \
+	%reldir%/seccomp-stacked.h launcherd/launcherd-seccomp.c launcherd/launcherd-seccomp.h \
+	launcherd/seccomp-bpf.h
+tests_unit_test_launcherd_seccomp_combine_LDADD = libtap.a libpolicy_compile.a libpolicy.a \
+	libipc.a libcommon.a $(JANSSON_LIBS) $(LIBSECCOMP_LIBS)
+tests_unit_test_launcherd_seccomp_combine_CFLAGS = $(TEST_UNIT_CFLAGS) $(LIBSECCOMP_CFLAGS)
 
 ## The seccomp classic-BPF interpreter (launcherd/seccomp-bpf.h), against the kernel's seccomp
 ## (programs loaded in children) and on a program libseccomp exports.
@@ -100,7 +110,8 @@ fuzz_targets = \
 	tests/fuzz/fuzz-launcherd-plan \
 	tests/fuzz/fuzz-launcherd-floor \
 	tests/fuzz/fuzz-launcherd-audit \
-	tests/fuzz/fuzz-seccomp-bpf
+	tests/fuzz/fuzz-seccomp-bpf \
+	tests/fuzz/fuzz-launcherd-combine
 check_PROGRAMS += $(fuzz_targets)
 TESTS += $(fuzz_targets)
 FUZZ_REPLAY_LDADD = libtap.a libipc.a libcommon.a $(JANSSON_LIBS)
@@ -138,6 +149,12 @@ tests_fuzz_fuzz_seccomp_bpf_SOURCES = %reldir%/fuzz/fuzz-seccomp-bpf.c launcherd
 	%reldir%/fuzz/fuzz-main.c
 tests_fuzz_fuzz_seccomp_bpf_LDADD = $(FUZZ_REPLAY_LDADD)
 tests_fuzz_fuzz_seccomp_bpf_CFLAGS = $(TEST_UNIT_CFLAGS)
+## A requester's seccomp program in front of launcherd's floor (seccomp_combine()).
+FUZZ_LAUNCHERD_COMBINE_SRC = %reldir%/fuzz/fuzz-launcherd-combine.c %reldir%/seccomp-stacked.h \
+	launcherd/launcherd-seccomp.c launcherd/launcherd-seccomp.h launcherd/seccomp-bpf.h
+tests_fuzz_fuzz_launcherd_combine_SOURCES = $(FUZZ_LAUNCHERD_COMBINE_SRC) %reldir%/fuzz/fuzz-main.c
+tests_fuzz_fuzz_launcherd_combine_LDADD = $(FUZZ_REPLAY_LDADD) $(LIBSECCOMP_LIBS)
+tests_fuzz_fuzz_launcherd_combine_CFLAGS = $(TEST_UNIT_CFLAGS) $(LIBSECCOMP_CFLAGS)
 
 if ENABLE_FUZZING
 ## libFuzzer + ASan builds of every fuzz target (fuzz-<target>-libfuzzer at the top of the build
@@ -147,12 +164,13 @@ if ENABLE_FUZZING
 ## libFuzzer options: make fuzz-campaigns FUZZ_CAMPAIGNS=launcherd-plan FUZZ_SECONDS=60
 noinst_PROGRAMS += fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer \
 	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer \
-	fuzz-launcherd-audit-libfuzzer fuzz-seccomp-bpf-libfuzzer
+	fuzz-launcherd-audit-libfuzzer fuzz-seccomp-bpf-libfuzzer \
+	fuzz-launcherd-combine-libfuzzer
 ## Every libFuzzer program, including those the other local.mk files define.
 FUZZ_CAMPAIGN_BINARIES = fuzz-ipc-frame-libfuzzer fuzz-jsonrpc-libfuzzer fuzz-tar-libfuzzer \
 	fuzz-policy-libfuzzer fuzz-proxy-request-libfuzzer fuzz-backend-descriptor-libfuzzer \
 	fuzz-launcherd-plan-libfuzzer fuzz-launcherd-floor-libfuzzer \
-	fuzz-launcherd-audit-libfuzzer fuzz-forward-mux-libfuzzer \
+	fuzz-launcherd-audit-libfuzzer fuzz-launcherd-combine-libfuzzer fuzz-forward-mux-libfuzzer \
 	fuzz-vm-kernel-libfuzzer fuzz-seccomp-bpf-libfuzzer
 FUZZ_CAMPAIGN_CF = $(TEST_UNIT_CFLAGS) -fsanitize=fuzzer,address
 FUZZ_CAMPAIGN_LD = -fsanitize=fuzzer,address
@@ -179,11 +197,15 @@ fuzz_launcherd_audit_libfuzzer_LDADD = libipc.a libcommon.a $(JANSSON_LIBS)
 fuzz_seccomp_bpf_libfuzzer_SOURCES = %reldir%/fuzz/fuzz-seccomp-bpf.c launcherd/seccomp-bpf.h
 fuzz_seccomp_bpf_libfuzzer_CFLAGS = $(FUZZ_CAMPAIGN_CF)
 fuzz_seccomp_bpf_libfuzzer_LDFLAGS = $(FUZZ_CAMPAIGN_LD)
+fuzz_launcherd_combine_libfuzzer_SOURCES = $(FUZZ_LAUNCHERD_COMBINE_SRC)
+fuzz_launcherd_combine_libfuzzer_CFLAGS = $(FUZZ_CAMPAIGN_CF) $(LIBSECCOMP_CFLAGS)
+fuzz_launcherd_combine_libfuzzer_LDFLAGS = $(FUZZ_CAMPAIGN_LD)
+fuzz_launcherd_combine_libfuzzer_LDADD = libipc.a libcommon.a $(JANSSON_LIBS) $(LIBSECCOMP_LIBS)
 
 FUZZ_SECONDS = 600
 FUZZ_FLAGS =
 FUZZ_CAMPAIGNS = ipc-frame jsonrpc policy proxy-request backend-descriptor launcherd-plan \
-	launcherd-floor launcherd-audit forward-mux seccomp-bpf
+	launcherd-floor launcherd-audit launcherd-combine forward-mux seccomp-bpf
 fuzz-campaigns: $(FUZZ_CAMPAIGN_BINARIES)
 	@failed=; for t in $(FUZZ_CAMPAIGNS); do \
 	  d=fuzz-campaigns/$$t; \

@@ -16,7 +16,7 @@ grep -qw user_notif /proc/sys/kernel/seccomp/actions_avail 2>/dev/null ||
 hello=$("$LP" --socket "$T/ld.sock" --hello 2>&1)
 [ "$(echo "$hello" | jq -r .denials.reader 2>/dev/null)" = true ] ||
 	skip_all "launcherd reads no denials ($(echo "$hello" | jq -c .denials 2>/dev/null))"
-plan 23
+plan 29
 
 # da_plan FILE NETWORK COMMAND: a sandbox with the floor alone (no filter of the plan's).
 da_plan() {
@@ -143,8 +143,8 @@ cli root run -T --policy "$T/allow-unshare.json" -- sh -c 'unshare -U true; exit
 check "summary: unshare with the profile's refusal lifted names the flag and the floor ($(summary "$T/s-floor.err"))" \
 	test "$(summary "$T/s-floor.err")" = "  unshare CLONE_NEWUSER (launcherd's floor)"
 cli root run -T -- sh -c 'unshare -U true; exit 3' >/dev/null 2>"$T/s-policy.err"
-check "summary: unshare under the default profile names the policy's rule, which refused it first ($(summary "$T/s-policy.err"))" \
-	test "$(summary "$T/s-policy.err")" = "  unshare (syscalls.profile default)"
+check "summary: unshare under the default profile names the flag and the policy's rule, which refused it first ($(summary "$T/s-policy.err"))" \
+	test "$(summary "$T/s-policy.err")" = "  unshare CLONE_NEWUSER (syscalls.profile default)"
 cli root run -T -- python3 -c 'import ctypes; libc = ctypes.CDLL(None, use_errno=True); libc.syscall(103, 10, 0, 0); exit(ctypes.get_errno())' >/dev/null 2>"$T/s-syslog.err"
 rc=$?
 check "summary: a call only the profile refuses (syslog) names the profile; the program saw EPERM ($rc: $(summary "$T/s-syslog.err"))" \
@@ -152,6 +152,47 @@ check "summary: a call only the profile refuses (syslog) names the profile; the 
 cli root run -T --net unix -- python3 -c 'import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM)' >/dev/null 2>"$T/s-unix.err"
 check "summary: a netlink socket under network unix names the family and network.mode ($(summary "$T/s-unix.err"))" \
 	test "$(summary "$T/s-unix.err")" = "  socket AF_NETLINK protocol 0 (network.mode unix)"
+
+# The policy's filter goes in front of the floor, one program (launcherd-seccomp.h): its
+# refusals are the init's to answer too, with the policy's own errno, and come with their
+# arguments; no audit session is made for the sandbox.
+echo '{"version": 1, "syscalls": {"profile": "strict"}}' >"$T/strict.json"
+chmod 0644 "$T/strict.json"
+cli root run -T --policy "$T/strict.json" -- python3 -c 'import errno, socket
+try: socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+except OSError as e: exit(e.errno)' >/dev/null 2>"$T/s-packet.err"
+rc=$?
+check "summary: AF_PACKET under the strict profile: the profile's errno (EAFNOSUPPORT, 97), not the floor's EPERM, and the family named ($rc: $(summary "$T/s-packet.err"))" \
+	test "$rc/$(summary "$T/s-packet.err")" = "97/  socket AF_PACKET (syscalls.profile strict)"
+cli root run -T -- python3 -c 'import threading
+t = threading.Thread(target=print); t.start(); t.join(); exit(3)' >/dev/null 2>"$T/s-thread.err"
+rc=$?
+check "a thread under the default profile (clone3 answered ENOSYS by it, libc then uses clone): no refusal, no summary ($rc: $(cat "$T/s-thread.err"))" \
+	test "$rc/$(summary "$T/s-thread.err")" = "3/"
+if [ "$(cat /proc/self/loginuid)" = 4294967295 ]; then
+	cli root run -T -- cat /proc/self/loginuid >"$T/luid.out" 2>&1
+	check "no login uid (no audit session) is set for a sandbox whose refusals its init reports ($(cat "$T/luid.out"))" \
+		grep -qx 4294967295 "$T/luid.out"
+else
+	skip "the tests' own login uid is set: no sandbox can have a session of its own"
+fi
+# A policy that refuses a call of the init's own (kill: it forwards signals) cannot go in front
+# of the floor (the init would wait on itself): the two filters are stacked, the refusal comes
+# from the audit record, tied to the sandbox by an audit session of its own.
+echo '{"version": 1, "syscalls": {"deny": ["kill"]}}' >"$T/deny-kill.json"
+chmod 0644 "$T/deny-kill.json"
+cli root run -T --policy "$T/deny-kill.json" -- sh -c 'kill -0 $$ 2>/dev/null; echo "kill $?"; cat /proc/self/loginuid; echo; exit 4' >"$T/kill.out" 2>"$T/s-kill.err"
+rc=$?
+check "a policy refusing kill: the command runs and ends (exit 4), kill refused ($rc: $(cat "$T/kill.out" | tr '\n' ' '))" \
+	test "$rc/$(head -n 1 "$T/kill.out")" = "4/kill 1"
+check "  its refusal reported all the same, by the audit record ($(summary "$T/s-kill.err"))" \
+	test "$(summary "$T/s-kill.err")" = "  kill (syscalls.deny)"
+if [ "$(cat /proc/self/loginuid)" = 4294967295 ]; then
+	check "  and the sandbox has its own audit session (login uid 0)" \
+		test "$(sed -n 2p "$T/kill.out")" = 0
+else
+	skip "the tests' own login uid is set"
+fi
 
 sleep 0.3
 cli root events --denials >"$T/ev.json" 2>&1

@@ -16,12 +16,12 @@ rc=$?
 check "run, a failed command that hit the floor: its own exit status ($rc)" test "$rc" = 3
 check "  one summary on stderr naming the system call and where it is refused ($(show "$T/floor.err"))" \
 	test "$(summary "$T/floor.err")" = "cordon: 1 refusal in the sandbox (policy rule in brackets; 'cordon policy explain --path P' for a path):
-  unshare (syscalls.profile default)"
+  unshare CLONE_NEWUSER (syscalls.profile default)"
 check "  nothing on stdout" test ! -s "$T/floor.out"
 
 cli root run -T -- sh -c 'unshare -U true; unshare -U true; exit 1' >/dev/null 2>"$T/twice.err"
 twice() {
-	[ "$(summary "$1" | sed 1d)" = "  unshare (syscalls.profile default) (2 times)" ] &&
+	[ "$(summary "$1" | sed 1d)" = "  unshare CLONE_NEWUSER (syscalls.profile default) (2 times)" ] &&
 		summary "$1" | head -n1 | grep -q '^cordon: 2 refusals'
 }
 check "the same refusal twice: one line, counted ($(show "$T/twice.err"))" twice "$T/twice.err"
@@ -46,7 +46,7 @@ check "a failed command with no refusal of its own: exit 5 ($rc), no summary (ot
 cli root exec -- sh -c 'echo out; unshare -U true; exit 3' >"$T/exec.out" 2>"$T/exec.err"
 rc=$?
 check "exec: exit 3 ($rc), the output, then the summary ($(show "$T/exec.err"))" \
-	sh -c "[ $rc = 3 ] && [ \"\$(cat '$T/exec.out')\" = out ] && head -n1 '$T/exec.err' | grep -q '^unshare: ' && tail -n1 '$T/exec.err' | grep -q '^  unshare (syscalls.profile default)'"
+	sh -c "[ $rc = 3 ] && [ \"\$(cat '$T/exec.out')\" = out ] && head -n1 '$T/exec.err' | grep -q '^unshare: ' && tail -n1 '$T/exec.err' | grep -q '^  unshare CLONE_NEWUSER (syscalls.profile default)'"
 cli root exec --json -- sh -c 'unshare -U true; exit 3' >"$T/exec.json" 2>"$T/exec-json.err"
 check "exec --json: the result's denials, each with its rule ($(jq -c '.denials' "$T/exec.json" | cut -c1-200))" \
 	jqe '.exitCode == 3 and (.denials | length) == 1 and .denials[0].syscall == "unshare" and .denials[0].rule == "syscalls.profile default" and .denials[0].processId == .processId' "$T/exec.json"
@@ -87,7 +87,7 @@ rc=$?
 # (The default profile refuses unshare before the floor does: the denial says so, filter
 # "policy", and the suggestion lifts the profile's refusal, saying what the floor still refuses.)
 check "suggest $p_floor (unshare, the profile's refusal): syscalls.allow, the floor's part said ($(show "$T/sug-floor.out"))" \
-	sh -c "[ $rc = 0 ] && grep -q '^unshare: syscalls.allow += \"unshare\".*floor still refuses' '$T/sug-floor.out'"
+	sh -c "[ $rc = 0 ] && grep -q '^unshare CLONE_NEWUSER: syscalls.allow += \"unshare\".*floor still refuses' '$T/sug-floor.out'"
 cli root policy suggest --json "$p_fs" >"$T/sug-fs.json" 2>&1
 check "suggest $p_fs (/proc): nothing, the sandbox's own ($(jq -c .items "$T/sug-fs.json"))" \
 	jqe '.patch == {} and (.items[0].none | test("own /proc"))' "$T/sug-fs.json"
