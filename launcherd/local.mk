@@ -22,7 +22,7 @@ cordon_launcherd_SOURCES = \
 	%reldir%/launcherd-audit.c %reldir%/launcherd-audit.h \
 	%reldir%/launcherd-audit-record.c %reldir%/launcherd-audit-record.h \
 	%reldir%/launcherd-denial-args.c %reldir%/launcherd-denial-args.h \
-	%reldir%/sandbox-init.h
+	%reldir%/sandbox-init.h %reldir%/seccomp-bpf.h
 nodist_cordon_launcherd_SOURCES = %reldir%/sandbox-init-blob.h
 cordon_launcherd_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCAP_CFLAGS) \
 	$(LIBSECCOMP_CFLAGS) $(LIBNL_CFLAGS)
@@ -38,7 +38,8 @@ SANDBOX_INIT_FLAGS = -std=gnu11 -O2 -Wall -Wextra $(SANDBOX_INIT_WERROR) -ffrees
 	-fno-builtin -fno-stack-protector -fno-asynchronous-unwind-tables -fno-pie -no-pie \
 	-nostdlib -static -Wl,--build-id=none -Wl,-z,noexecstack -s
 if SANDBOX_INIT
-%reldir%/cordon-sandbox-init: %reldir%/sandbox-init.c %reldir%/sandbox-init.h
+%reldir%/cordon-sandbox-init: %reldir%/sandbox-init.c %reldir%/sandbox-init.h \
+	%reldir%/seccomp-bpf.h
 	$(AM_V_CC)$(MKDIR_P) %reldir% && \
 	$(CC) $(SANDBOX_INIT_FLAGS) -I$(top_srcdir) -o $@ $(top_srcdir)/%reldir%/sandbox-init.c
 %reldir%/sandbox-init-blob.h: %reldir%/cordon-sandbox-init

@@ -483,7 +483,7 @@ static void notif_handle(void)
 	/* With the plan's filter in front of the floor, a refusal is the plan's when its own
 	 * program gives an errno for these data, and answered with that errno (capped like the
 	 * kernel's); else the floor's. */
-	ret = notif.n_answer ? seccomp_bpf_run(notif.answer, notif.n_answer, &req.data)
+	ret = notif.n_answer ? seccomp_bpf_exec(notif.answer, notif.n_answer, &req.data)
 			     : SECCOMP_RET_ALLOW;
 	if ((ret & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO) {
 		rep.by_plan = 1;

@@ -144,29 +144,33 @@ static inline uint32_t seccomp_bpf_word(const struct seccomp_data *d, uint32_t k
 }
 
 /*
- * What the kernel's seccomp would return for this program on this data: the program's RET value.
- * A program the kernel would refuse to load, a jump out of range, a fall off the end, a division
- * by zero at run time: 0 (SECCOMP_RET_KILL_THREAD), as the kernel's conversion returns 0 on a
- * division by zero.
- *
- * What it is for: the sandbox's init re-runs the plan's filter on a notification's data to learn
- * which errno the plan gives. Once checked, the program only jumps forward, so it runs at most
- * len instructions.
+ * What a program the kernel loaded returns on this data (seccomp_bpf_run() without the check of
+ * the whole program first): each instruction is checked as it runs (seccomp_bpf_insn_ok(), so
+ * any input is safe to run), but a scratch word read before any write reads 0 where the kernel
+ * would have refused the program. For the sandbox's init, which re-runs the plan's filter on a
+ * notification's data to learn which errno the plan gives: the kernel loaded those very
+ * instructions (but for their RETs) in front of the floor, and the init's stack may be small
+ * (the plan's RLIMIT_STACK), too small for the check's 8 KiB. Only forward jumps: at most len
+ * instructions run.
  */
-static inline uint32_t seccomp_bpf_run(const struct sock_filter *prog, uint32_t len,
-				       const struct seccomp_data *d)
+static inline uint32_t seccomp_bpf_exec(const struct sock_filter *prog, uint32_t len,
+					const struct seccomp_data *d)
 {
 	uint32_t mem[BPF_MEMWORDS];
 	uint32_t a = 0, x = 0, pc = 0, i;
 
-	if (!seccomp_bpf_check(prog, len))
+	if (len == 0 || len > BPF_MAXINSNS)
 		return 0;
 	for (i = 0; i < BPF_MEMWORDS; i++)
 		mem[i] = 0;
 	while (pc < len) {
-		const struct sock_filter *f = &prog[pc++];
+		const struct sock_filter *f = &prog[pc];
 		uint32_t src = BPF_SRC(f->code) == BPF_X ? x : f->k;
 		uint32_t v;
+
+		if (!seccomp_bpf_insn_ok(f, pc, len))
+			return 0;
+		pc++;
 
 		switch (BPF_CLASS(f->code)) {
 		case BPF_LD:
@@ -262,4 +266,17 @@ static inline uint32_t seccomp_bpf_run(const struct sock_filter *prog, uint32_t 
 		}
 	}
 	return 0;
+}
+
+/*
+ * What the kernel's seccomp would return for this program on this data: the program's RET value.
+ * A program the kernel would refuse to load, a jump out of range, a fall off the end, a division
+ * by zero at run time: 0 (SECCOMP_RET_KILL_THREAD), as the kernel's conversion returns 0 on a
+ * division by zero. launcherd runs a plan's program before the kernel has seen it (which of the
+ * init's own calls it allows); the tests compare it with the kernel.
+ */
+static inline uint32_t seccomp_bpf_run(const struct sock_filter *prog, uint32_t len,
+				       const struct seccomp_data *d)
+{
+	return seccomp_bpf_check(prog, len) ? seccomp_bpf_exec(prog, len, d) : 0;
 }

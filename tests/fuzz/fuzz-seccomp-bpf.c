@@ -4,7 +4,9 @@
  * seccomp_data (64 bytes), then the program's instructions (8 bytes each, a partial one
  * dropped). Each is copied to a buffer of exactly its size, so a read past the program or the
  * data is a sanitizer report; a loop is a timeout. A program the interpreter refuses must run
- * to 0, and a run must give the same answer twice. A broken invariant aborts.
+ * to 0, one it accepts must run the same without the whole-program check (seccomp_bpf_exec(),
+ * the init's), which must also be safe on any program; a run must give the same answer twice.
+ * A broken invariant aborts.
  */
 #include "config.h"
 
@@ -41,7 +43,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ret = seccomp_bpf_run(prog, (uint32_t)n, d);
 	if (!seccomp_bpf_check(prog, (uint32_t)n))
 		check(ret == 0);
+	else /* the init's run, without the whole check, on what the kernel loads */
+		check(seccomp_bpf_exec(prog, (uint32_t)n, d) == ret);
 	check(seccomp_bpf_run(prog, (uint32_t)n, d) == ret);
+	/* On anything at all: safe (each instruction checked as it runs), the same twice. */
+	check(seccomp_bpf_exec(prog, (uint32_t)n, d) == seccomp_bpf_exec(prog, (uint32_t)n, d));
 	free(prog);
 	free(d);
 	return 0;
