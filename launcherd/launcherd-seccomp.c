@@ -387,9 +387,10 @@ int seccomp_combine(const struct seccomp_program *plan, const struct seccomp_pro
 	 * with that very errno and never let through (SECCOMP_USER_NOTIF_FLAG_CONTINUE is never
 	 * used); kill, trap and an ENOSYS stay as they are, and outrank whatever the floor would
 	 * have said when stacked (ENOSYS is how a profile sends libc from clone3 back to clone,
-	 * at every thread's start: no refusal, and no round trip through the init for it). Any other action of the plan's (log, trace, a notification of its own)
-	 * could mean "less than refused" and is not taken: the filters are stacked as before.
-	 * The kernel checks the whole program again at load.
+	 * at every thread's start: no refusal, and no round trip through the init for it). Any
+	 * other action of the plan's (log, trace, a notification of its own) could mean "less
+	 * than refused" and is not taken: the filters are stacked as before. The kernel checks
+	 * the whole program again at load.
 	 */
 	for (size_t i = 0; i < n; i++) {
 		struct sock_filter f = plan->insns[i];

@@ -13,9 +13,9 @@
  * signal, reap everything, and when the command ends report its wait status on fd 4 and exit.
  * When launcherd asks for it (a notifying floor, launcherd-seccomp.h), hold the floor's
  * listener meanwhile: answer each refusal (EPERM, or the plan's errno when the plan's filter is
- * in front and refused) and report it, with its arguments, on fd 4 too (docs/DENIALS.md). Any failure before the command runs is reported
- * on the status pipe as (step, errno, index) and ends us with APPLY_EXIT_SETUP_FAILED, as in the
- * child before us.
+ * in front and refused) and report it, with its arguments, on fd 4 too (docs/DENIALS.md). Any
+ * failure before the command runs is reported on the status pipe as (step, errno, index) and
+ * ends us with APPLY_EXIT_SETUP_FAILED, as in the child before us.
  */
 #include <stddef.h>
 #include <stdint.h>
