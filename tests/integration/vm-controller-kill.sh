@@ -76,16 +76,25 @@ kill_mid_boot() {
 	local when=$1 cpid q keeper
 	"$CORDON" run -- sh -c 'echo finished' >"$TEST_TMP/run.out" 2>&1 &
 	RUN=$!
-	q=$(find_qemu)
+	# Its command line is empty between the exec's new name and the ELF loader's arguments. A
+	# QEMU that ends before showing it (once under CI's load: one the keeper started and
+	# stopped at once) is not the VM's: look again.
+	for _ in 1 2 3; do
+		q=$(find_qemu)
+		TSC=
+		for _ in $(seq 500); do
+			TSC=$(tr '\0' '\n' <"/proc/${q% *}/cmdline" 2>/dev/null |
+				grep -o 'tsc_early_khz=[0-9]*')
+			[ -n "$TSC" ] && break
+			[ -e "/proc/${q% *}" ] || break
+			sleep 0.01
+		done
+		[ -n "$TSC" ] && break
+		diag "QEMU ${q% *} ended before its command line could be read ($(ls "$BL" 2>/dev/null | tr '\n' ' '))"
+	done
 	cpid=$(controller_pid)
 	QEMU=$(ident "${q% *}")
 	KEEPER=$(ident "${q#* }")
-	# Its command line is empty between the exec's new name and the ELF loader's arguments.
-	for _ in $(seq 500); do
-		TSC=$(tr '\0' '\n' <"/proc/${q% *}/cmdline" 2>/dev/null | grep -o 'tsc_early_khz=[0-9]*')
-		[ -n "$TSC" ] && break
-		sleep 0.01
-	done
 	if [ "$when" = save ]; then
 		for _ in $(seq 3000); do
 			[ "$(leftovers)" != 0 ] && break
