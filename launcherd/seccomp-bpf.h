@@ -114,14 +114,10 @@ static inline int seccomp_bpf_check(const struct sock_filter *prog, uint32_t len
 			masks[pc + 1 + f->k] &= valid;
 			valid = 0xffff;
 			break;
-		case BPF_JMP | BPF_JEQ | BPF_K:
-		case BPF_JMP | BPF_JEQ | BPF_X:
-		case BPF_JMP | BPF_JGT | BPF_K:
-		case BPF_JMP | BPF_JGT | BPF_X:
-		case BPF_JMP | BPF_JGE | BPF_K:
-		case BPF_JMP | BPF_JGE | BPF_X:
-		case BPF_JMP | BPF_JSET | BPF_K:
-		case BPF_JMP | BPF_JSET | BPF_X:
+		default:
+			if (BPF_CLASS(f->code) != BPF_JMP)
+				break;
+			/* a conditional jump (seccomp_bpf_insn_ok() let no other through) */
 			masks[pc + 1 + f->jt] &= valid;
 			masks[pc + 1 + f->jf] &= valid;
 			valid = 0xffff;
