@@ -3,6 +3,7 @@ noinst_LIBRARIES += libcommon.a
 libcommon_a_SOURCES = \
 	%reldir%/cleanup.h \
 	%reldir%/json-cleanup.h \
+	%reldir%/seccomp-action.h \
 	%reldir%/log.c %reldir%/log.h \
 	%reldir%/util.c %reldir%/util.h \
 	%reldir%/system.c %reldir%/system.h \

@@ -25,6 +25,7 @@
 #include "common/cleanup.h"
 #include "common/json-cleanup.h"
 #include "common/log.h"
+#include "common/seccomp-action.h"
 #include "common/util.h"
 #include "launcherd/launcherd-audit-record.h"
 #include "launcherd/launcherd-audit.h"
@@ -398,21 +399,6 @@ static json_t *access_names(const char *blockers, char *kind, size_t kind_size)
 	return TAKE_PTR(arr);
 }
 
-static const char *action_name(uint32_t code)
-{
-	switch (code & SECCOMP_RET_ACTION_FULL) {
-	case SECCOMP_RET_ERRNO:
-		return "errno";
-	case SECCOMP_RET_KILL_PROCESS:
-	case SECCOMP_RET_KILL_THREAD:
-		return "kill";
-	case SECCOMP_RET_TRAP:
-		return "trap";
-	default:
-		return "other";
-	}
-}
-
 static void send_msg(struct audit_sb *s, json_t *m)
 {
 	if (!m) {
@@ -466,7 +452,8 @@ static json_t *denial_message(const struct audit_sb *s, const struct audit_recor
 		if (json_object_set_new(m, "layer", json_string("seccomp")) < 0 ||
 		    json_object_set_new(m, "kind", json_string("syscall")) < 0 ||
 		    json_object_set_new(m, "syscallNr", json_integer(r->syscall)) < 0 ||
-		    json_object_set_new(m, "action", json_string(action_name(r->code))) < 0 ||
+		    json_object_set_new(m, "action", json_string(seccomp_action_name(r->code))) <
+			    0 ||
 		    (name && json_object_set_new(m, "syscall", json_string(name)) < 0) ||
 		    /* With a notifying floor, the floor never logs: an errno refusal logged is
 		     * the plan's (it won, or it alone refused). */

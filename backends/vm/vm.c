@@ -70,6 +70,7 @@
 #include "common/event.h"
 #include "common/json-cleanup.h"
 #include "common/log.h"
+#include "common/seccomp-action.h"
 #include "common/system.h"
 #include "common/util.h"
 #include "ipc/ipc-json.h"
@@ -1850,21 +1851,6 @@ static int on_denial_window(struct event_source *s, void *userdata)
 	p->denial_timer = NULL;
 	event_source_free(s);
 	return 0;
-}
-
-static const char *seccomp_action_name(uint32_t code)
-{
-	switch (code & SECCOMP_RET_ACTION_FULL) {
-	case SECCOMP_RET_ERRNO:
-		return "errno";
-	case SECCOMP_RET_KILL_PROCESS:
-	case SECCOMP_RET_KILL_THREAD:
-		return "kill";
-	case SECCOMP_RET_TRAP:
-		return "trap";
-	default:
-		return "other";
-	}
 }
 
 /* DENIAL: u32 id, u64 ms, u32 arch, u32 syscall, u32 action, u32 pid, comm\0 exe\0. As
