@@ -272,6 +272,7 @@ int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, 
 		json_t *dn = json_object_get(hello, "denials");
 		const char *audit = json_string_value(json_object_get(dn, "audit"));
 		const char *why = json_string_value(json_object_get(dn, "reason"));
+		const char *hint = json_string_value(json_object_get(dn, "hint"));
 		bool reader = json_is_true(json_object_get(dn, "reader"));
 
 		if (reader)
@@ -285,7 +286,7 @@ int method_host_doctor(struct client *cl, json_t *id, json_t *params, int *fds, 
 			(void)snprintf(detail, sizeof(detail), "not reported: %s",
 				       why ? why : "the launcher does not read the audit records");
 		check(checks, "denials", reader && streq_ptr(audit, "on"), detail,
-		      !reader ? "use the system launcher (privileged, CAP_AUDIT_READ in its unit)"
+		      !reader ? hint ?: "use the system launcher (privileged, CAP_AUDIT_READ in its unit)"
 		      : streq_ptr(audit, "unknown")
 			      ? "the launcher learns the audit state from the first record it sees; "
 				"if audit is off: auditctl -e 1 -b 8192 -a task,never (docs/DENIALS.md)"

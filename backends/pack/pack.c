@@ -80,7 +80,8 @@ struct pack_inst {
 	struct ctl_launcher *l;
 	struct event_source *lsrc;
 	json_t *hello;
-	char *sandbox;		      /* the pack process's own sandbox */
+	json_t *reported; /* the hello as pack_hello() reports it, when it differs: NULL */
+	char *sandbox;	  /* the pack process's own sandbox */
 	struct proxy_listener *proxy; /* network "proxy": serves the pack process's own */
 	struct jsonrpc_conn *conn;
 	struct event_source *src;
@@ -758,6 +759,34 @@ static void on_launcher_denial(struct ctl_launcher *l, json_t *denial, void *ud)
 	pi->bi->host->event(pi->bi->host, "denial", denial);
 }
 
+/* The host's denial reader sees a refusal only in a sandbox of the host's launcher: the pack's
+ * local sandboxes, hence a pack whose commands' isolation is the namespace one. A container, a
+ * VM or a remote service refuses out of its sight: its hello says so (events.subscribe's
+ * denialsReader, cordon doctor), so that no client waits for denials that cannot come. */
+static int pack_reported_hello(struct pack_inst *pi)
+{
+	enum backend_isolation iso = pi->bi->claims.isolation;
+	json_t *dn;
+
+	if (iso == BACKEND_ISOLATION_NAMESPACE ||
+	    !json_is_true(json_object_get(json_object_get(pi->hello, "denials"), "reader")))
+		return 0;
+	dn = json_pack("{s:b,s:s++,s:s}", "reader", false, "reason",
+		       "the backend's commands run in ",
+		       iso == BACKEND_ISOLATION_VM	    ? "a VM"
+		       : iso == BACKEND_ISOLATION_CONTAINER ? "a container"
+							    : "a remote service",
+		       " (its claims): the host's denial reader sees none of their refusals",
+		       "hint",
+		       "a backend whose commands run in the host's own sandboxes (builtin:auto)");
+	pi->reported = json_deep_copy(pi->hello);
+	if (!dn || !pi->reported || json_object_set_new(pi->reported, "denials", dn) < 0) {
+		json_decref(dn);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* The launcher answered hello: the pack's policy can be compiled for it. */
 static void on_pack_hello(struct ctl_launcher *l, json_t *info,
 			  const struct ctl_launcher_error *err, void *userdata)
@@ -771,8 +800,10 @@ static void on_pack_hello(struct ctl_launcher *l, json_t *info,
 	r = backend_launcher_hello_check(pi->bi, info, err, msg, sizeof(msg));
 	if (r >= 0) {
 		pi->hello = json_incref(info);
-		r = pack_spawn_process(pi, msg, sizeof(msg));
+		r = pack_reported_hello(pi);
 	}
+	if (r >= 0)
+		r = pack_spawn_process(pi, msg, sizeof(msg));
 	if (r < 0) {
 		pi->gone = true;
 		configure_complete(pi, r, *msg ? msg : strerror(-r));
@@ -936,8 +967,9 @@ static json_t *pack_hello(struct backend_instance *bi)
 {
 	struct pack_inst *pi = bi->data;
 
-	/* The floor and capabilities of the OS launcher that confines the pack. */
-	return pi ? pi->hello : NULL;
+	/* The floor and capabilities of the OS launcher that confines the pack (and whether
+	 * denials can come: pack_reported_hello()). */
+	return !pi ? NULL : pi->reported ? pi->reported : pi->hello;
 }
 
 /* ------------------------------------------------------------------------- spawn */
@@ -1625,6 +1657,7 @@ static void pack_free(struct backend_instance *bi)
 	backend_secret_free(pi->configure_line);
 	jsonrpc_conn_free(pi->conn);
 	json_decref(pi->hello);
+	json_decref(pi->reported);
 	free(pi->sandbox);
 	free(pi);
 	bi->data = NULL;

@@ -8,7 +8,7 @@
 # turned on for the test and restored at exit. CORDON_MUST_WORK=1: a missing kernel feature
 # fails instead of skipping.
 . "${top_srcdir:-.}/tests/integration/denials-lib.sh"
-plan 29
+plan 30
 
 hello=$("$LP" --socket "$T/ld.sock" --hello 2>&1)
 # (The kernel's audit state is "unknown" to launcherd until a record shows it on.)
@@ -132,8 +132,19 @@ if [ -x "$Babs/tests/packs/test-pack/cordon-test-pack" ]; then
 	inst=$(jq -r 'select(.type == "spawn") | .instance + " " + .launcher' "$T/pack-all.ev" 2>/dev/null)
 	check "  cordon events --denials: one, naming the process and its pack-local sandbox ($inst; $(show "$T/pack.ev"))" \
 		sh -c "[ \"\$(wc -l <'$T/pack.ev')\" = 1 ] && case '$inst' in 'sb-'*' pack:org.cordon.test:test#'*) true ;; *) false ;; esac && jq -e --arg i '${inst%% *}' '.type == \"denial\" and .syscall == \"unshare\" and .processId == \"p1\" and .instance == \$i' '$T/pack.ev' >/dev/null"
+	# A pack whose commands' isolation is a container's (its claims): the host's reader sees
+	# none of their refusals, and doctor says so rather than "reads the audit records".
+	mkdir -p "$T/pack-ctr"
+	cp "$T/pack-src/cordon-test-pack" "$T/pack-ctr/"
+	sed 's/"isolation": "namespace"/"isolation": "container"/' "$T/pack-src/pack.json" >"$T/pack-ctr/pack.json"
+	chmod -R a+rX "$T/pack-ctr"
+	cli $TEST_USER1 pack install "$T/pack-ctr" >"$T/pack-ctr.out" 2>&1 &&
+		cli $TEST_USER1 backend activate pack:org.cordon.test:test >>"$T/pack-ctr.out" 2>&1
+	cli $TEST_USER1 doctor --json >"$T/doctor-ctr.json" 2>&1
+	check "a pack claiming container isolation: doctor says its refusals are out of the reader's sight ($(jq -c '.checks[]? | select(.name == "denials")' "$T/doctor-ctr.json" 2>/dev/null || tail -n 2 "$T/pack-ctr.out"))" \
+		jq -e '.checks[] | select(.name == "denials") | .ok == false and (.detail | test("run in a container")) and (.hint | test("builtin:auto"))' "$T/doctor-ctr.json"
 else
-	dn_skip 3 "the test pack is not built"
+	dn_skip 4 "the test pack is not built"
 fi
 
 [ "$_tap_failed" = 0 ] || tail -n 20 "$T/launcherd.log" | sed 's/^/# /'
