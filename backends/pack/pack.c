@@ -780,11 +780,12 @@ static int pack_reported_hello(struct pack_inst *pi)
 		       "hint",
 		       "a backend whose commands run in the host's own sandboxes (builtin:auto)");
 	pi->reported = json_deep_copy(pi->hello);
-	if (!dn || !pi->reported || json_object_set_new(pi->reported, "denials", dn) < 0) {
+	if (!dn || !pi->reported) {
 		json_decref(dn);
 		return -ENOMEM;
 	}
-	return 0;
+	/* (dn is the object's even when this fails) */
+	return json_object_set_new(pi->reported, "denials", dn) < 0 ? -ENOMEM : 0;
 }
 
 /* The launcher answered hello: the pack's policy can be compiled for it. */
