@@ -897,10 +897,11 @@ int sandbox_start(struct conn *c, int64_t seq, struct plan **planp, const int *f
 	 * (else combined stays empty, and the two are stacked). */
 	if (notify && filter && d->floor_combinable)
 		(void)seccomp_combine(filter, nfloor, &combined);
-	if (light &&
-	    (combined.insns ? light_config(&combined, true, NULL, filter, s->id, &config_fd)
-			    : light_config(notify ? nfloor : floor, notify, filter, NULL, s->id,
-					   &config_fd)) < 0)
+	if (light && light_config(combined.insns ? &combined
+				  : notify	 ? nfloor
+						 : floor,
+				  notify, combined.insns ? NULL : filter,
+				  combined.insns ? filter : NULL, s->id, &config_fd) < 0)
 		light = false;
 	notify = notify && light;
 	/* Every refusal its init reports: no audit record to tie to the sandbox, no audit

@@ -343,18 +343,19 @@ bool seccomp_floor_combinable(const struct seccomp_program *floor)
 #define NATIVE_AUDIT_ARCH AUDIT_ARCH_AARCH64
 #endif
 
-/* Whether the plan allows every call the init makes once the filters are loaded. */
+/* Whether the plan (which seccomp_bpf_check() passed) allows every call the init makes once the
+ * filters are loaded. */
 static bool allows_init_calls(const struct seccomp_program *plan)
 {
 #ifdef NATIVE_AUDIT_ARCH
-#define CHECK_CALL(sysno, a0, a1, a2)                                                           \
-	{                                                                                       \
-		struct seccomp_data d = { .nr = (sysno),                                        \
-					  .arch = NATIVE_AUDIT_ARCH,                            \
-					  .args = { (uint64_t)(a0), (uint64_t)(a1),             \
-						    (uint64_t)(a2) } };                         \
-		if (seccomp_bpf_run(plan->insns, (uint32_t)plan->len, &d) != SECCOMP_RET_ALLOW) \
-			return false;                                                           \
+#define CHECK_CALL(sysno, a0, a1, a2)                                                            \
+	{                                                                                        \
+		struct seccomp_data d = { .nr = (sysno),                                         \
+					  .arch = NATIVE_AUDIT_ARCH,                             \
+					  .args = { (uint64_t)(a0), (uint64_t)(a1),              \
+						    (uint64_t)(a2) } };                          \
+		if (seccomp_bpf_exec(plan->insns, (uint32_t)plan->len, &d) != SECCOMP_RET_ALLOW) \
+			return false;                                                            \
 	}
 	SANDBOX_INIT_CALLS(CHECK_CALL)
 #undef CHECK_CALL
@@ -371,17 +372,19 @@ int seccomp_combine(const struct seccomp_program *plan, const struct seccomp_pro
 	_cleanup_free_ struct sock_filter *out = NULL;
 	size_t n = plan->len;
 
+	/* A program the kernel would load: every jump inside it, a RET last (and checked once
+	 * here, not again for each of the init's calls run on it). */
 	if (n == 0 || floor->len == 0 || n + floor->len > SECCOMP_PROGRAM_MAX_INSNS ||
-	    BPF_CLASS(plan->insns[n - 1].code) != BPF_RET || !allows_init_calls(plan))
+	    !seccomp_bpf_check(plan->insns, (uint32_t)n) || !allows_init_calls(plan))
 		return -EOPNOTSUPP;
 	out = malloc((n + floor->len) * sizeof(*out));
 	if (!out)
 		return -ENOMEM;
 	/*
 	 * Why this is safe: the floor still decides every call the plan lets through, and nothing
-	 * in the plan can skip it or reach into it. Every jump of the plan's is checked to land
-	 * inside the plan itself, and the plan's last instruction is a RET: it leaves only
-	 * through its RETs. Of those, ALLOW becomes a jump to the floor's first instruction (the
+	 * in the plan can skip it or reach into it. Every jump of the plan's lands inside the
+	 * plan itself, and the plan's last instruction is a RET (seccomp_bpf_check()): it leaves
+	 * only through its RETs. Of those, ALLOW becomes a jump to the floor's first instruction (the
 	 * floor reads nothing the plan could have left in a register or scratch memory:
 	 * seccomp_floor_combinable()), and an errno becomes a notification, answered by the init
 	 * with that very errno and never let through (SECCOMP_USER_NOTIF_FLAG_CONTINUE is never
@@ -396,13 +399,7 @@ int seccomp_combine(const struct seccomp_program *plan, const struct seccomp_pro
 		struct sock_filter f = plan->insns[i];
 		uint32_t action = f.k & SECCOMP_RET_ACTION_FULL;
 
-		switch (BPF_CLASS(f.code)) {
-		case BPF_JMP:
-			if (BPF_OP(f.code) == BPF_JA ? f.k >= n - i - 1
-						     : f.jt >= n - i - 1 || f.jf >= n - i - 1)
-				return -EOPNOTSUPP;
-			break;
-		case BPF_RET:
+		if (BPF_CLASS(f.code) == BPF_RET) {
 			if (BPF_RVAL(f.code) != BPF_K)
 				return -EOPNOTSUPP;
 			if (action == SECCOMP_RET_ALLOW)
@@ -416,9 +413,6 @@ int seccomp_combine(const struct seccomp_program *plan, const struct seccomp_pro
 			else if (action != SECCOMP_RET_KILL_PROCESS &&
 				 action != SECCOMP_RET_KILL_THREAD && action != SECCOMP_RET_TRAP)
 				return -EOPNOTSUPP;
-			break;
-		default:
-			break;
 		}
 		out[i] = f;
 	}
