@@ -24,12 +24,6 @@
 #include "backends/vm/forward-mux.h"
 #include "tests/fuzz/fuzz.h"
 
-#define check(expr)              \
-	do {                     \
-		if (!(expr))     \
-			abort(); \
-	} while (0)
-
 static int far[1024];
 static size_t n_far;
 

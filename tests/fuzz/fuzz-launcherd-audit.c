@@ -18,12 +18,6 @@
 
 #include "tests/fuzz/fuzz.h"
 
-#define check(x)                 \
-	do {                     \
-		if (!(x))        \
-			abort(); \
-	} while (0)
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const int types[] = { CORDON_AUDIT_LANDLOCK_ACCESS, CORDON_AUDIT_LANDLOCK_DOMAIN,

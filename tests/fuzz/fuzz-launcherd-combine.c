@@ -23,12 +23,6 @@
 
 #include "tests/fuzz/fuzz.h"
 
-#define check(x)                 \
-	do {                     \
-		if (!(x))        \
-			abort(); \
-	} while (0)
-
 static void check_same(const struct seccomp_program *plan, const struct seccomp_program *floor,
 		       const struct seccomp_program *c, const struct seccomp_data *d)
 {

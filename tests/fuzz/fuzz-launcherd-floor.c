@@ -25,12 +25,6 @@
 
 #include "tests/fuzz/fuzz.h"
 
-#define check(x)                 \
-	do {                     \
-		if (!(x))        \
-			abort(); \
-	} while (0)
-
 static void check_strv(char *const *l, size_t max_items, size_t max_len)
 {
 	size_t n = 0;

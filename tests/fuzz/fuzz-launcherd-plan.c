@@ -33,12 +33,6 @@
 #include "launcherd/launcherd-plan.h"
 #include "tests/fuzz/fuzz.h"
 
-#define check(x)                 \
-	do {                     \
-		if (!(x))        \
-			abort(); \
-	} while (0)
-
 static void check_fd_index(int k, size_t n_fds, bool required)
 {
 	check(k >= (required ? 0 : -1) && (k < 0 || (size_t)k < n_fds));

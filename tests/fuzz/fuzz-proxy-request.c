@@ -21,12 +21,6 @@
 #include "proxy/proxy.h"
 #include "tests/fuzz/fuzz.h"
 
-#define check(expr)              \
-	do {                     \
-		if (!(expr))     \
-			abort(); \
-	} while (0)
-
 static const struct proxy_rules *rules(void)
 {
 	static struct proxy_rules *r;

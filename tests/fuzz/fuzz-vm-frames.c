@@ -16,12 +16,6 @@
 
 #include "tests/fuzz/fuzz.h"
 
-#define check(x)                 \
-	do {                     \
-		if (!(x))        \
-			abort(); \
-	} while (0)
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *b;
